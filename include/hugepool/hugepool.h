@@ -1,0 +1,157 @@
+/*
+ * hugepool — guaranteed hugetlb buffers for HPC communication.
+ *
+ * Every buffer returned by hugepool_alloc() is backed by an explicit hugetlb
+ * mapping (2 MB pages by default, 1 GB on request) that the kernel reserved
+ * when it was mapped: touching it can never fault with SIGBUS.  Freed buffers
+ * are kept in a bounded cache and handed out again with no system call and no
+ * page fault.
+ *
+ * If the pool cannot cover a request the default policy returns NULL with
+ * errno = ENOMEM and prints one diagnostic line.  Fallback to transparent huge
+ * pages or to 4 KB pages is opt-in (HUGEPOOL_POLICY or hugepool_set_policy())
+ * and every fallback is counted in the statistics.
+ *
+ * All functions are thread-safe and fork-safe.  None of them calls malloc.
+ */
+#ifndef HUGEPOOL_HUGEPOOL_H
+#define HUGEPOOL_HUGEPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HUGEPOOL_VERSION_MAJOR 0
+#define HUGEPOOL_VERSION_MINOR 1
+#define HUGEPOOL_VERSION_PATCH 0
+
+#if defined(__GNUC__)
+#define HUGEPOOL_API __attribute__((visibility("default")))
+#define HUGEPOOL_MALLOC_LIKE __attribute__((malloc, warn_unused_result))
+#else
+#define HUGEPOOL_API
+#define HUGEPOOL_MALLOC_LIKE
+#endif
+
+/* What to do when the hugetlb pool cannot cover a request. */
+typedef enum hugepool_policy {
+  HUGEPOOL_POLICY_STRICT = 0, /* NULL + ENOMEM (default) */
+  HUGEPOOL_POLICY_THP = 1,    /* fall back to transparent huge pages (madvise) */
+  HUGEPOOL_POLICY_SMALL = 2   /* fall back to ordinary 4 KB pages */
+} hugepool_policy;
+
+/* The kind of memory behind a buffer. */
+typedef enum hugepool_kind {
+  HUGEPOOL_KIND_NONE = 0,    /* not a live hugepool buffer */
+  HUGEPOOL_KIND_HUGE_2M = 1, /* hugetlb, 2 MB pages */
+  HUGEPOOL_KIND_HUGE_1G = 2, /* hugetlb, 1 GB pages */
+  HUGEPOOL_KIND_THP = 3,     /* fallback: anonymous memory advised for THP */
+  HUGEPOOL_KIND_SMALL = 4    /* fallback: anonymous memory on 4 KB pages */
+} hugepool_kind;
+
+#define HUGEPOOL_ANY_NODE (-1)
+
+/* Allocate at least `bytes` bytes (rounded up to whole huge pages), aligned to
+ * the huge page size.  Returns NULL with errno = ENOMEM when the pool (and the
+ * fallback, if one is enabled) cannot cover it, EINVAL for bytes == 0 or an
+ * impossible size.  The memory is not zeroed beyond what the kernel does for
+ * a fresh mapping: a reused buffer keeps its previous contents. */
+HUGEPOOL_API HUGEPOOL_MALLOC_LIKE void *hugepool_alloc(size_t bytes);
+
+/* As hugepool_alloc(), with the pages bound to NUMA node `node` before first
+ * touch (HUGEPOOL_ANY_NODE: no binding).  A node that does not exist or has no
+ * memory gives NULL with errno = EINVAL.  The pages are populated on the node
+ * at allocation time, so a shortage on that node is reported as ENOMEM here
+ * rather than as a signal at first touch. */
+HUGEPOOL_API HUGEPOOL_MALLOC_LIKE void *hugepool_alloc_on_node(size_t bytes, int node);
+
+/* As hugepool_alloc() but the buffer is zeroed (a fresh mapping is not touched
+ * again; a reused one is cleared). */
+HUGEPOOL_API HUGEPOOL_MALLOC_LIKE void *hugepool_calloc(size_t count, size_t size);
+
+/* Return a buffer to the cache (or release it).  NULL is ignored.  A pointer
+ * hugepool does not own is reported on stderr and left alone.  errno is kept. */
+HUGEPOOL_API void hugepool_free(void *ptr);
+
+/* Usable size of a live buffer (a whole number of pages), 0 if `ptr` is not
+ * the start of a live hugepool buffer. */
+HUGEPOOL_API size_t hugepool_usable_size(const void *ptr);
+
+/* Non-zero if `ptr` is the start of a live hugepool buffer. */
+HUGEPOOL_API int hugepool_owns(const void *ptr);
+
+/* The kind of memory behind a live buffer, HUGEPOOL_KIND_NONE if not ours. */
+HUGEPOOL_API hugepool_kind hugepool_kind_of(const void *ptr);
+
+/* Release every cached mapping to the kernel pool.  Returns the bytes released. */
+HUGEPOOL_API size_t hugepool_trim(void);
+
+/* Fallback policy for later allocations.  Returns 0, or -1 with errno = EINVAL. */
+HUGEPOOL_API int hugepool_set_policy(hugepool_policy policy);
+HUGEPOOL_API hugepool_policy hugepool_get_policy(void);
+
+/* Huge page size for later allocations: 2 MB (default) or 1 GB where the
+ * kernel has it.  Returns 0, or -1 with errno = EINVAL (not a supported size)
+ * or ENOTSUP (the kernel has no such page size). */
+HUGEPOOL_API int hugepool_set_page_size(size_t page_bytes);
+HUGEPOOL_API size_t hugepool_get_page_size(void);
+
+/* Cache limits for later releases; 0 slots disables caching.  Shrinking the
+ * limits evicts what no longer fits.  Returns 0, or -1 with errno = EINVAL. */
+HUGEPOOL_API int hugepool_set_cache_limits(size_t max_slots, size_t max_bytes);
+
+typedef struct hugepool_stats {
+  uint64_t allocs;          /* successful allocations */
+  uint64_t frees;           /* buffers given back */
+  uint64_t failures;        /* allocations answered with NULL */
+  uint64_t cache_hits;      /* allocations served from the cache */
+  uint64_t cache_misses;    /* allocations that had to map memory */
+  uint64_t cache_evictions; /* cached mappings released to make room */
+  uint64_t trims;           /* cached mappings released by hugepool_trim() */
+  uint64_t fallbacks_thp;   /* allocations served by THP fallback */
+  uint64_t fallbacks_small; /* allocations served by 4 KB fallback */
+  uint64_t maps;            /* mmap calls that succeeded */
+  uint64_t unmaps;          /* munmap calls */
+  uint64_t bytes_mapped;    /* bytes currently mapped (live + cached) */
+  uint64_t bytes_mapped_peak;
+  uint64_t bytes_live;      /* bytes in buffers handed out */
+  uint64_t bytes_requested; /* bytes asked for by the live buffers */
+  uint64_t bytes_slack;     /* bytes_live - bytes_requested: rounding waste */
+  uint64_t bytes_cached;    /* bytes held in the cache */
+  uint64_t live_buffers;
+  uint64_t cached_buffers;
+  uint64_t cache_max_slots; /* current limits */
+  uint64_t cache_max_bytes;
+} hugepool_stats;
+
+HUGEPOOL_API void hugepool_get_stats(hugepool_stats *out);
+
+typedef enum hugepool_stats_format {
+  HUGEPOOL_STATS_TEXT = 0,
+  HUGEPOOL_STATS_JSON = 1
+} hugepool_stats_format;
+
+/* Format the statistics into `buf` (always NUL-terminated when len > 0).
+ * Returns the length the full text needs, like snprintf. */
+HUGEPOOL_API int hugepool_stats_snprint(char *buf, size_t len, hugepool_stats_format format);
+
+/* Print the statistics to a stdio stream.  Returns 0 or -1. */
+HUGEPOOL_API int hugepool_stats_print(FILE *stream, hugepool_stats_format format);
+
+/* Free huge pages of the current page size in the kernel pool, for `node`
+ * (HUGEPOOL_ANY_NODE: all nodes).  -1 if unknown. */
+HUGEPOOL_API long hugepool_pool_free_pages(int node);
+
+/* Human-readable name of a policy / kind. */
+HUGEPOOL_API const char *hugepool_policy_name(hugepool_policy policy);
+HUGEPOOL_API const char *hugepool_kind_name(hugepool_kind kind);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HUGEPOOL_HUGEPOOL_H */
