@@ -1,0 +1,174 @@
+// Test support: what the kernel says about memory, never what hugepool says.
+//
+//  - PoolGuard reserves an exact number of free huge pages for the duration
+//    of a test and restores the previous pool size afterwards.  It holds an
+//    exclusive flock on /tmp/hugepool-pool.lock, so no two processes on the
+//    machine (tests, benchmarks) resize the pool at the same time.
+//  - meminfo() reads /proc/meminfo, smaps_of() the /proc/self/smaps entry that
+//    contains an address.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace kv {
+
+inline constexpr const char *kPoolLock = "/tmp/hugepool-pool.lock";
+
+inline std::string read_file(const std::string &path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline void write_file(const std::string &path, const std::string &text) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot open " + path + " for writing");
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+// /proc/meminfo as key -> value (kB figures stay in kB, page counts as counts).
+inline std::map<std::string, long long> meminfo() {
+  std::map<std::string, long long> out;
+  std::istringstream in(read_file("/proc/meminfo"));
+  std::string line;
+  while (std::getline(in, line)) {
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    out[line.substr(0, colon)] = std::stoll(line.substr(colon + 1));
+  }
+  return out;
+}
+
+inline long long huge_free() { return meminfo().at("HugePages_Free"); }
+inline long long huge_total() { return meminfo().at("HugePages_Total"); }
+inline long long huge_rsvd() { return meminfo().at("HugePages_Rsvd"); }
+
+// One /proc/self/smaps entry: its range and its fields (in kB).
+struct SmapsEntry {
+  uintptr_t start = 0, end = 0;
+  std::string header;
+  std::map<std::string, long long> kb;
+  bool found = false;
+  long long field(const std::string &k) const {
+    auto it = kb.find(k);
+    return it == kb.end() ? -1 : it->second;
+  }
+};
+
+inline SmapsEntry smaps_of(const void *addr, const std::string &pid = "self") {
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  std::istringstream in(read_file("/proc/" + pid + "/smaps"));
+  std::string line;
+  SmapsEntry cur;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    unsigned long s = 0, e = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &s, &e) == 2 && line.find(':') > line.find(' ')) {
+      if (inside) return cur;
+      inside = a >= s && a < e;
+      if (inside) {
+        cur = SmapsEntry{};
+        cur.start = s;
+        cur.end = e;
+        cur.header = line;
+        cur.found = true;
+      }
+      continue;
+    }
+    if (!inside) continue;
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    try {
+      cur.kb[key] = std::stoll(line.substr(colon + 1));
+    } catch (...) {
+      // non-numeric fields (VmFlags, THPeligible text) are not needed
+    }
+  }
+  return inside ? cur : SmapsEntry{};
+}
+
+// VmFlags of the mapping containing addr ("ht" = hugetlb, "hg" = MADV_HUGEPAGE).
+inline std::string vmflags_of(const void *addr) {
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  std::istringstream in(read_file("/proc/self/smaps"));
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    unsigned long s = 0, e = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &s, &e) == 2 && line.find(':') > line.find(' ')) {
+      inside = a >= s && a < e;
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0) return line.substr(8);
+  }
+  return {};
+}
+
+inline std::string pool_file(size_t page_kb) {
+  return "/sys/kernel/mm/hugepages/hugepages-" + std::to_string(page_kb) + "kB/";
+}
+
+inline long long pool_read(size_t page_kb, const char *what) {
+  return std::stoll(read_file(pool_file(page_kb) + what));
+}
+
+// Holds the machine-wide pool lock and sets the pool so that exactly
+// `free_pages` pages of `page_kb` are free; restores the old size on exit.
+class PoolGuard {
+ public:
+  explicit PoolGuard(long long free_pages, size_t page_kb = 2048) : page_kb_(page_kb) {
+    fd_ = ::open(kPoolLock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0)
+      throw std::runtime_error(std::string("pool lock: ") + std::strerror(errno));
+    old_total_ = pool_read(page_kb_, "nr_hugepages");
+    set_free(free_pages);
+  }
+  PoolGuard(const PoolGuard &) = delete;
+  PoolGuard &operator=(const PoolGuard &) = delete;
+  ~PoolGuard() {
+    try {
+      write_file(pool_file(page_kb_) + "nr_hugepages", std::to_string(old_total_));
+    } catch (...) {
+    }
+    ::close(fd_);
+  }
+  // Resize so that `free_pages` are free (pages in use by others are kept).
+  void set_free(long long free_pages) {
+    long long total = pool_read(page_kb_, "nr_hugepages");
+    long long free_now = pool_read(page_kb_, "free_hugepages");
+    long long resv = pool_read(page_kb_, "resv_hugepages");
+    long long want = total - (free_now - resv) + free_pages;
+    write_file(pool_file(page_kb_) + "nr_hugepages", std::to_string(want));
+    long long got = pool_read(page_kb_, "free_hugepages") - pool_read(page_kb_, "resv_hugepages");
+    if (got != free_pages)
+      throw std::runtime_error("could not reserve " + std::to_string(free_pages) + " free huge pages of " +
+                               std::to_string(page_kb_) + " kB (have " + std::to_string(got) + ")");
+  }
+  long long available() const {
+    return pool_read(page_kb_, "free_hugepages") - pool_read(page_kb_, "resv_hugepages");
+  }
+
+ private:
+  size_t page_kb_;
+  int fd_ = -1;
+  long long old_total_ = 0;
+};
+
+}  // namespace kv
