@@ -1,0 +1,422 @@
+/* The public C API: allocation policy, the lock, fork safety, diagnostics. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static pthread_mutex_t hp_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t hp_once = PTHREAD_ONCE_INIT;
+static atomic_bool hp_ready;
+static _Atomic int hp_policy = HUGEPOOL_POLICY_STRICT;
+static _Atomic size_t hp_page_size = HP_2M;
+static atomic_uint hp_shortage_reports;
+
+/* Releases happen in batches outside the lock; this is one batch. */
+#define HP_BATCH 64
+
+/* ---- diagnostics -------------------------------------------------------- */
+
+void hp_warn(const char *fmt, ...) {
+  if (atomic_load_explicit(&hp_ready, memory_order_acquire) && option_get(HP_OPT_WARN) == 0) return;
+  char line[512];
+  int n = snprintf(line, sizeof(line), "hugepool[%ld]: ", (long)getpid());
+  if (n < 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+  va_end(ap);
+  if (m < 0) return;
+  size_t len = strlen(line);
+  line[len++] = '\n';
+  os_write_stderr(line, len);
+}
+
+/* ---- initialisation and fork -------------------------------------------- */
+
+static void release_blocks(hp_block *blocks, size_t n);
+
+static void atfork_prepare(void) { pthread_mutex_lock(&hp_lock); }
+static void atfork_parent(void) { pthread_mutex_unlock(&hp_lock); }
+
+static void atfork_child(void) {
+  /* The child's cached mappings are private copy-on-write views of the
+   * parent's: pages the child has no reservation for.  Drop them so the
+   * child maps (and reserves) its own buffers instead of reusing them. */
+  hp_block batch[HP_BATCH];
+  size_t n;
+  while ((n = cache_drain(0, batch, HP_BATCH)) > 0) {
+    for (size_t i = 0; i < n; i++) {
+      os_unmap(batch[i].addr, batch[i].size);
+      stats_unmapped(batch[i].size);
+    }
+  }
+  pthread_mutex_unlock(&hp_lock);
+}
+
+static void init_once(void) {
+  options_init();
+  atomic_store(&hp_policy, (int)option_get(HP_OPT_POLICY));
+  size_t page = (size_t)option_get(HP_OPT_PAGE_SIZE);
+  if (!os_page_size_supported(page)) {
+    hp_warn("HUGEPOOL_PAGE_SIZE=%zuM: this kernel has no such huge page size; using 2M", page >> 20);
+    page = HP_2M;
+  }
+  atomic_store(&hp_page_size, page);
+  cache_configure((size_t)option_get(HP_OPT_CACHE_SLOTS), (size_t)option_get(HP_OPT_CACHE_BYTES));
+  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+  atomic_store_explicit(&hp_ready, true, memory_order_release);
+}
+
+static inline void ensure_init(void) {
+  if (__builtin_expect(!atomic_load_explicit(&hp_ready, memory_order_acquire), 0)) pthread_once(&hp_once, init_once);
+}
+
+__attribute__((constructor)) static void hp_constructor(void) { ensure_init(); }
+
+__attribute__((destructor)) static void hp_destructor(void) {
+  if (atomic_load(&hp_ready)) stats_print_at_exit();
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static void release_blocks(hp_block *blocks, size_t n) {
+  if (n == 0) return;
+  for (size_t i = 0; i < n; i++) os_unmap(blocks[i].addr, blocks[i].size);
+  pthread_mutex_lock(&hp_lock);
+  for (size_t i = 0; i < n; i++) stats_unmapped(blocks[i].size);
+  pthread_mutex_unlock(&hp_lock);
+}
+
+/* Gives every cached mapping of `kind` back to the kernel; returns the bytes. */
+static size_t release_cached(uint32_t kind, uint64_t *counter) {
+  size_t total = 0;
+  hp_block batch[HP_BATCH];
+  for (;;) {
+    pthread_mutex_lock(&hp_lock);
+    size_t n = cache_drain(kind, batch, HP_BATCH);
+    *counter += n;
+    pthread_mutex_unlock(&hp_lock);
+    if (n == 0) return total;
+    for (size_t i = 0; i < n; i++) total += batch[i].size;
+    release_blocks(batch, n);
+  }
+}
+
+static size_t round_up(size_t bytes, size_t unit) {
+  size_t r = (bytes + unit - 1) & ~(unit - 1);
+  return r < bytes ? 0 : r;
+}
+
+static void report_shortage(size_t size, size_t page, int node) {
+  unsigned nth = atomic_fetch_add(&hp_shortage_reports, 1);
+  if (nth > 8) return;
+  if (nth == 8) {
+    hp_warn("further pool-shortage messages suppressed (see HUGEPOOL_STATS for the failure count)");
+    return;
+  }
+  long avail = os_pool_available(page, node);
+  long total = os_pool_total(page, node);
+  char where[32] = "";
+  if (node >= 0) snprintf(where, sizeof(where), " on node %d", node);
+  hp_warn("cannot map %zu MiB on %zu %s hugetlb pages%s: need %zu pages, %ld free of %ld in the pool; reserve more "
+          "with 'echo N > /proc/sys/vm/nr_hugepages' (as root) or 'hugepool-reserve N', or allow a fallback with "
+          "HUGEPOOL_POLICY=thp|small",
+          size >> 20, page == HP_1G ? (size_t)1 : (size_t)2, page == HP_1G ? "GB" : "MB", where, size / page,
+          avail, total);
+}
+
+/* Maps fresh hugetlb memory; with a node, binds and populates it there so a
+ * shortage on that node is an error now, not a SIGBUS later. */
+static void *map_huge(size_t size, size_t page, int node) {
+  void *p = os_map_huge(size, page);
+  if (!p || node == HUGEPOOL_ANY_NODE) return p;
+  if (os_bind_node(p, size, node) != 0 || os_populate(p, size) != 0) {
+    int err = errno;
+    os_unmap(p, size);
+    errno = (err == EFAULT || err == ENOMEM) ? ENOMEM : err;
+    return NULL;
+  }
+  return p;
+}
+
+static void *map_fallback(size_t size, int node, bool thp) {
+  void *p = os_map_anon(size, HP_2M, thp);
+  if (p && node != HUGEPOOL_ANY_NODE && os_bind_node(p, size, node) != 0) {
+    int err = errno;
+    os_unmap(p, size);
+    errno = err;
+    return NULL;
+  }
+  return p;
+}
+
+/* Registers a block as live and counts it; the caller holds the lock. */
+static int make_live(hp_block *b, size_t requested) {
+  b->requested = requested;
+  if (registry_insert(b) != 0) return -1;
+  hp_stats.allocs++;
+  hp_stats.live_buffers++;
+  hp_stats.bytes_live += b->size;
+  hp_stats.bytes_requested += requested;
+  hp_stats.bytes_slack += b->size - requested;
+  if (b->kind == HUGEPOOL_KIND_THP) hp_stats.fallbacks_thp++;
+  if (b->kind == HUGEPOOL_KIND_SMALL) hp_stats.fallbacks_small++;
+  return 0;
+}
+
+/* Takes a cached block of this shape, or maps a new one.  *fresh tells
+ * whether the memory comes straight from the kernel (zeroed). */
+static void *obtain(size_t requested, size_t size, int node, uint32_t kind, bool *fresh) {
+  hp_block b;
+  pthread_mutex_lock(&hp_lock);
+  if (cache_take(size, node, kind, &b)) {
+    hp_stats.cache_hits++;
+    if (make_live(&b, requested) == 0) {
+      pthread_mutex_unlock(&hp_lock);
+      *fresh = false;
+      return b.addr;
+    }
+    pthread_mutex_unlock(&hp_lock);
+    release_blocks(&b, 1);
+    return NULL;
+  }
+  hp_stats.cache_misses++;
+  pthread_mutex_unlock(&hp_lock);
+
+  void *p;
+  if (kind == HUGEPOOL_KIND_HUGE_2M || kind == HUGEPOOL_KIND_HUGE_1G) {
+    size_t page = kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : HP_2M;
+    p = map_huge(size, page, node);
+    if (!p && errno == ENOMEM && release_cached(kind, &hp_stats.cache_evictions) > 0) {
+      p = map_huge(size, page, node); /* the cache held the pages we need */
+    }
+  } else {
+    p = map_fallback(size, node, kind == HUGEPOOL_KIND_THP);
+  }
+  if (!p) return NULL;
+
+  b = (hp_block){.addr = p, .size = size, .node = node, .kind = kind};
+  pthread_mutex_lock(&hp_lock);
+  stats_mapped(size);
+  int rc = make_live(&b, requested);
+  pthread_mutex_unlock(&hp_lock);
+  if (rc != 0) {
+    release_blocks(&b, 1);
+    errno = ENOMEM;
+    return NULL;
+  }
+  *fresh = true;
+  return p;
+}
+
+static void *allocate(size_t bytes, int node, bool *fresh) {
+  ensure_init();
+  if (bytes == 0 || node < HUGEPOOL_ANY_NODE) {
+    errno = EINVAL;
+    return NULL;
+  }
+  if (node != HUGEPOOL_ANY_NODE && !os_node_has_memory(node)) {
+    hp_warn("NUMA node %d does not exist or has no memory (see /sys/devices/system/node/has_memory)", node);
+    errno = EINVAL;
+    return NULL;
+  }
+  size_t page = atomic_load_explicit(&hp_page_size, memory_order_relaxed);
+  size_t size = round_up(bytes, page);
+  if (size == 0) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  uint32_t kind = page == HP_1G ? HUGEPOOL_KIND_HUGE_1G : HUGEPOOL_KIND_HUGE_2M;
+  void *p = obtain(bytes, size, node, kind, fresh);
+  if (p || errno != ENOMEM) return p;
+
+  int policy = atomic_load_explicit(&hp_policy, memory_order_relaxed);
+  if (policy == HUGEPOOL_POLICY_STRICT) {
+    report_shortage(size, page, node);
+    pthread_mutex_lock(&hp_lock);
+    hp_stats.failures++;
+    pthread_mutex_unlock(&hp_lock);
+    errno = ENOMEM;
+    return NULL;
+  }
+  uint32_t fallback = policy == HUGEPOOL_POLICY_THP ? HUGEPOOL_KIND_THP : HUGEPOOL_KIND_SMALL;
+  p = obtain(bytes, round_up(bytes, HP_2M), node, fallback, fresh);
+  if (!p) {
+    pthread_mutex_lock(&hp_lock);
+    hp_stats.failures++;
+    pthread_mutex_unlock(&hp_lock);
+    errno = ENOMEM;
+  }
+  return p;
+}
+
+/* ---- the public API ----------------------------------------------------- */
+
+void *hugepool_alloc(size_t bytes) {
+  bool fresh;
+  return allocate(bytes, HUGEPOOL_ANY_NODE, &fresh);
+}
+
+void *hugepool_alloc_on_node(size_t bytes, int node) {
+  bool fresh;
+  return allocate(bytes, node, &fresh);
+}
+
+void *hugepool_calloc(size_t count, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(count, size, &bytes)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  bool fresh = false;
+  void *p = allocate(bytes, HUGEPOOL_ANY_NODE, &fresh);
+  if (p && !fresh) memset(p, 0, bytes);
+  return p;
+}
+
+void hugepool_free(void *ptr) {
+  if (!ptr) return;
+  int saved = errno;
+  ensure_init();
+  hp_block b, victims[HP_BATCH];
+  size_t n_victims = 0;
+  pthread_mutex_lock(&hp_lock);
+  if (!registry_remove(ptr, &b)) {
+    pthread_mutex_unlock(&hp_lock);
+    hp_warn("hugepool_free(%p): not a live hugepool buffer; ignored", ptr);
+    errno = saved;
+    return;
+  }
+  hp_stats.frees++;
+  hp_stats.live_buffers--;
+  hp_stats.bytes_live -= b.size;
+  hp_stats.bytes_requested -= b.requested;
+  hp_stats.bytes_slack -= b.size - b.requested;
+  bool cached = cache_put(&b, victims, HP_BATCH, &n_victims);
+  hp_stats.cache_evictions += cached ? n_victims : n_victims - 1;
+  pthread_mutex_unlock(&hp_lock);
+  release_blocks(victims, n_victims); /* lazy release: outside the lock */
+  errno = saved;
+}
+
+static const hp_block *find_live(const void *ptr, hp_block *copy) {
+  pthread_mutex_lock(&hp_lock);
+  const hp_block *b = registry_find(ptr);
+  if (b) *copy = *b;
+  pthread_mutex_unlock(&hp_lock);
+  return b ? copy : NULL;
+}
+
+size_t hugepool_usable_size(const void *ptr) {
+  hp_block b;
+  return find_live(ptr, &b) ? b.size : 0;
+}
+
+int hugepool_owns(const void *ptr) {
+  hp_block b;
+  return find_live(ptr, &b) != NULL;
+}
+
+hugepool_kind hugepool_kind_of(const void *ptr) {
+  hp_block b;
+  return find_live(ptr, &b) ? (hugepool_kind)b.kind : HUGEPOOL_KIND_NONE;
+}
+
+size_t hugepool_trim(void) {
+  ensure_init();
+  return release_cached(0, &hp_stats.trims);
+}
+
+int hugepool_set_policy(hugepool_policy policy) {
+  ensure_init();
+  if (policy != HUGEPOOL_POLICY_STRICT && policy != HUGEPOOL_POLICY_THP && policy != HUGEPOOL_POLICY_SMALL) {
+    errno = EINVAL;
+    return -1;
+  }
+  atomic_store(&hp_policy, (int)policy);
+  return 0;
+}
+
+hugepool_policy hugepool_get_policy(void) {
+  ensure_init();
+  return (hugepool_policy)atomic_load(&hp_policy);
+}
+
+int hugepool_set_page_size(size_t page_bytes) {
+  ensure_init();
+  if (page_bytes != HP_2M && page_bytes != HP_1G) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (!os_page_size_supported(page_bytes)) {
+    errno = ENOTSUP;
+    return -1;
+  }
+  atomic_store(&hp_page_size, page_bytes);
+  return 0;
+}
+
+size_t hugepool_get_page_size(void) {
+  ensure_init();
+  return atomic_load(&hp_page_size);
+}
+
+int hugepool_set_cache_limits(size_t max_slots, size_t max_bytes) {
+  ensure_init();
+  hp_block batch[HP_BATCH];
+  pthread_mutex_lock(&hp_lock);
+  int rc = cache_configure(max_slots, max_bytes);
+  pthread_mutex_unlock(&hp_lock);
+  if (rc != 0) return -1;
+  for (;;) {
+    pthread_mutex_lock(&hp_lock);
+    size_t n = cache_shrink_to_limits(batch, HP_BATCH);
+    hp_stats.cache_evictions += n;
+    pthread_mutex_unlock(&hp_lock);
+    if (n == 0) return 0;
+    release_blocks(batch, n);
+  }
+}
+
+void hugepool_get_stats(hugepool_stats *out) {
+  if (!out) return;
+  ensure_init();
+  pthread_mutex_lock(&hp_lock);
+  *out = hp_stats;
+  out->bytes_cached = cache_bytes();
+  out->cached_buffers = cache_count();
+  out->cache_max_slots = cache_max_slots();
+  out->cache_max_bytes = cache_max_bytes();
+  pthread_mutex_unlock(&hp_lock);
+}
+
+long hugepool_pool_free_pages(int node) {
+  ensure_init();
+  return os_pool_available(atomic_load(&hp_page_size), node);
+}
+
+const char *hugepool_policy_name(hugepool_policy policy) {
+  switch (policy) {
+    case HUGEPOOL_POLICY_STRICT: return "strict";
+    case HUGEPOOL_POLICY_THP: return "thp";
+    case HUGEPOOL_POLICY_SMALL: return "small";
+  }
+  return "unknown";
+}
+
+const char *hugepool_kind_name(hugepool_kind kind) {
+  switch (kind) {
+    case HUGEPOOL_KIND_NONE: return "none";
+    case HUGEPOOL_KIND_HUGE_2M: return "hugetlb-2M";
+    case HUGEPOOL_KIND_HUGE_1G: return "hugetlb-1G";
+    case HUGEPOOL_KIND_THP: return "thp";
+    case HUGEPOOL_KIND_SMALL: return "small";
+  }
+  return "unknown";
+}

@@ -1,0 +1,103 @@
+/* hugepool internals shared by the files of lib/.  Not installed. */
+#ifndef HUGEPOOL_INTERNAL_H
+#define HUGEPOOL_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hugepool/hugepool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HP_INTERNAL __attribute__((visibility("hidden")))
+
+#define HP_2M ((size_t)2 << 20)
+#define HP_1G ((size_t)1 << 30)
+
+/* ---- one mapping, live or cached -------------------------------------- */
+typedef struct hp_block {
+  void *addr;
+  size_t size;      /* mapped bytes, a multiple of the page size of `kind` */
+  size_t requested; /* bytes the caller asked for (live blocks only) */
+  int32_t node;     /* NUMA node the pages are bound to, or HUGEPOOL_ANY_NODE */
+  uint32_t kind;    /* hugepool_kind */
+} hp_block;
+
+/* ---- OS layer (os.c): the only file that makes memory system calls ----- */
+HP_INTERNAL void *os_map_huge(size_t size, size_t page_size);
+HP_INTERNAL void *os_map_anon(size_t size, size_t align, bool want_thp);
+HP_INTERNAL void os_unmap(void *addr, size_t size);
+HP_INTERNAL int os_bind_node(void *addr, size_t size, int node);
+HP_INTERNAL int os_populate(void *addr, size_t size);
+HP_INTERNAL void *os_map_meta(size_t size);
+HP_INTERNAL void os_unmap_meta(void *addr, size_t size);
+HP_INTERNAL bool os_page_size_supported(size_t page_size);
+HP_INTERNAL bool os_node_has_memory(int node);
+/* Free huge pages not promised to any mapping; node < 0: whole pool. */
+HP_INTERNAL long os_pool_available(size_t page_size, int node);
+HP_INTERNAL long os_pool_total(size_t page_size, int node);
+HP_INTERNAL void os_write_stderr(const char *text, size_t len);
+
+/* ---- options (options.c) --------------------------------------------- */
+typedef enum hp_option_id {
+  HP_OPT_POLICY,
+  HP_OPT_PAGE_SIZE,
+  HP_OPT_CACHE_SLOTS,
+  HP_OPT_CACHE_BYTES,
+  HP_OPT_STATS,
+  HP_OPT_STATS_FILE,
+  HP_OPT_WARN,
+  HP_OPT_THRESHOLD,
+  HP_OPT_SMALL_HEAP,
+  HP_OPT_COUNT
+} hp_option_id;
+
+enum { HP_STATS_OFF = 0, HP_STATS_TEXT_AT_EXIT = 1, HP_STATS_JSON_AT_EXIT = 2 };
+
+/* Parse the HUGEPOOL_* environment once; warnings go to stderr. */
+HP_INTERNAL void options_init(void);
+HP_INTERNAL long long option_get(hp_option_id id);
+HP_INTERNAL const char *option_get_string(hp_option_id id);
+/* Parses "64M", "2g", "4096", "1GiB"; 0 on success, -1 on garbage/overflow. */
+HP_INTERNAL int parse_size(const char *text, unsigned long long *out);
+
+/* ---- diagnostics (hugepool.c) ---------------------------------------- */
+HP_INTERNAL void hp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- registry of live blocks (registry.c), caller holds the lock ------- */
+HP_INTERNAL int registry_insert(const hp_block *b);
+HP_INTERNAL bool registry_remove(const void *addr, hp_block *out);
+HP_INTERNAL const hp_block *registry_find(const void *addr);
+
+/* ---- cache of freed blocks (cache.c), caller holds the lock ------------ */
+#define HP_CACHE_SLOTS_MAX 4096
+HP_INTERNAL int cache_configure(size_t max_slots, size_t max_bytes);
+HP_INTERNAL bool cache_take(size_t size, int node, uint32_t kind, hp_block *out);
+/* Caches `b`, evicting round-robin victims into victims[] (at most
+ * max_victims).  Returns true if `b` was cached; false if it must be
+ * released by the caller (also appended to victims[] in that case). */
+HP_INTERNAL bool cache_put(const hp_block *b, hp_block *victims, size_t max_victims, size_t *n_victims);
+/* Moves up to max_out cached blocks (matching `kind`, or any if kind == 0)
+ * into out[]; returns how many. */
+HP_INTERNAL size_t cache_drain(uint32_t kind, hp_block *out, size_t max_out);
+/* Evicts round-robin until the cache fits its limits; returns victims. */
+HP_INTERNAL size_t cache_shrink_to_limits(hp_block *out, size_t max_out);
+HP_INTERNAL size_t cache_count(void);
+HP_INTERNAL size_t cache_bytes(void);
+HP_INTERNAL size_t cache_max_slots(void);
+HP_INTERNAL size_t cache_max_bytes(void);
+
+/* ---- statistics (stats.c), caller holds the lock ----------------------- */
+extern HP_INTERNAL hugepool_stats hp_stats;
+HP_INTERNAL void stats_mapped(size_t bytes);
+HP_INTERNAL void stats_unmapped(size_t bytes);
+HP_INTERNAL void stats_print_at_exit(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HUGEPOOL_INTERNAL_H */

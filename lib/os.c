@@ -1,0 +1,172 @@
+/* The OS layer: every mmap / munmap / madvise / mbind hugepool makes, and
+ * the reads of the kernel's pool state.  Nothing here calls malloc, so the
+ * preload interposer can use it from inside malloc. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <numaif.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef MAP_HUGE_SHIFT
+#define MAP_HUGE_SHIFT 26
+#endif
+#ifndef MAP_HUGE_2MB
+#define MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
+#endif
+#ifndef MAP_HUGE_1GB
+#define MAP_HUGE_1GB (30 << MAP_HUGE_SHIFT)
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+void *os_map_huge(size_t size, size_t page_size) {
+  /* No MAP_NORESERVE: the kernel reserves every page now, so a shortage is
+   * an ENOMEM here and never a SIGBUS at first touch. */
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB;
+  flags |= page_size == HP_1G ? MAP_HUGE_1GB : MAP_HUGE_2MB;
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, flags, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+void *os_map_anon(size_t size, size_t align, bool want_thp) {
+  /* Over-map and trim so the fallback is aligned like a huge page: THP can
+   * then back every 2 MB of it, and all hugepool buffers share one alignment. */
+  size_t span = size + align;
+  if (span < size) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return NULL;
+  char *start = (char *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
+  size_t head = (size_t)(start - raw);
+  size_t tail = span - head - size;
+  if (head) munmap(raw, head);
+  if (tail) munmap(start + size, tail);
+  /* MADV_NOHUGEPAGE makes the 4 KB fallback honest on THP=always systems. */
+  (void)madvise(start, size, want_thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+  return start;
+}
+
+void os_unmap(void *addr, size_t size) {
+  /* Always libc's munmap (never a raw syscall): MPI registration caches
+   * (UCX, libfabric) hook it to learn that the range is gone. */
+  if (munmap(addr, size) != 0) {
+    hp_warn("munmap(%p, %zu) failed: %s", addr, size, strerror(errno));
+  }
+}
+
+int os_bind_node(void *addr, size_t size, int node) {
+  unsigned long mask[16];
+  const unsigned long bits = sizeof(mask) * 8;
+  if (node < 0 || (unsigned long)node >= bits) {
+    errno = EINVAL;
+    return -1;
+  }
+  memset(mask, 0, sizeof(mask));
+  mask[(unsigned)node / (8 * sizeof(unsigned long))] |= 1UL << ((unsigned)node % (8 * sizeof(unsigned long)));
+  return (int)mbind(addr, size, MPOL_BIND, mask, bits + 1, MPOL_MF_STRICT);
+}
+
+int os_populate(void *addr, size_t size) {
+  /* Faults every page in now and reports a shortage as an error (EFAULT /
+   * ENOMEM) instead of delivering SIGBUS at the first touch. */
+  return madvise(addr, size, MADV_POPULATE_WRITE);
+}
+
+void *os_map_meta(size_t size) {
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+void os_unmap_meta(void *addr, size_t size) { munmap(addr, size); }
+
+static const char *const kSysfsPool = "/sys/kernel/mm/hugepages/hugepages-";
+static const char *const kSysfsNode = "/sys/devices/system/node/node";
+
+static size_t pool_dir(char *buf, size_t len, size_t page_size, int node, const char *file) {
+  int n;
+  if (node < 0) {
+    n = snprintf(buf, len, "%s%zukB/%s", kSysfsPool, page_size >> 10, file);
+  } else {
+    n = snprintf(buf, len, "%s%d/hugepages/hugepages-%zukB/%s", kSysfsNode, node, page_size >> 10, file);
+  }
+  return n < 0 || (size_t)n >= len ? 0 : (size_t)n;
+}
+
+/* Reads a small text file into buf; -1 on error.  No stdio, no malloc. */
+static ssize_t read_small(const char *path, char *buf, size_t len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n;
+  do {
+    n = read(fd, buf, len - 1);
+  } while (n < 0 && errno == EINTR);
+  close(fd);
+  if (n < 0) return -1;
+  buf[n] = '\0';
+  return n;
+}
+
+static long read_long(const char *path) {
+  char buf[64];
+  if (read_small(path, buf, sizeof(buf)) < 0) return -1;
+  char *end = NULL;
+  long v = strtol(buf, &end, 10);
+  return end == buf ? -1 : v;
+}
+
+long os_pool_available(size_t page_size, int node) {
+  char path[160];
+  if (!pool_dir(path, sizeof(path), page_size, node, "free_hugepages")) return -1;
+  long free_pages = read_long(path);
+  if (free_pages < 0 || node >= 0) return free_pages; /* per node: no reserved count */
+  if (!pool_dir(path, sizeof(path), page_size, node, "resv_hugepages")) return -1;
+  long resv = read_long(path);
+  return resv < 0 ? free_pages : free_pages - resv;
+}
+
+long os_pool_total(size_t page_size, int node) {
+  char path[160];
+  if (!pool_dir(path, sizeof(path), page_size, node, "nr_hugepages")) return -1;
+  return read_long(path);
+}
+
+bool os_page_size_supported(size_t page_size) {
+  char path[160];
+  struct stat st;
+  return pool_dir(path, sizeof(path), page_size, -1, "") && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Is `node` listed in /sys/devices/system/node/has_memory ("0", "0-3,6")? */
+bool os_node_has_memory(int node) {
+  char buf[512];
+  if (node < 0 || read_small("/sys/devices/system/node/has_memory", buf, sizeof(buf)) < 0) return false;
+  const char *p = buf;
+  while (*p >= '0' && *p <= '9') {
+    char *end = NULL;
+    long lo = strtol(p, &end, 10), hi = lo;
+    if (*end == '-') hi = strtol(end + 1, &end, 10);
+    if (node >= lo && node <= hi) return true;
+    p = *end == ',' ? end + 1 : end;
+  }
+  return false;
+}
+
+void os_write_stderr(const char *text, size_t len) {
+  while (len > 0) {
+    ssize_t n = write(STDERR_FILENO, text, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    text += n;
+    len -= (size_t)n;
+  }
+}

@@ -1,0 +1,173 @@
+/* Statistics: counters kept under the hugepool lock, formatted as text or
+ * JSON, and printed at exit on request (HUGEPOOL_STATS, HUGEPOOL_STATS_FILE). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+hugepool_stats hp_stats;
+
+void stats_mapped(size_t bytes) {
+  hp_stats.maps++;
+  hp_stats.bytes_mapped += bytes;
+  if (hp_stats.bytes_mapped > hp_stats.bytes_mapped_peak) hp_stats.bytes_mapped_peak = hp_stats.bytes_mapped;
+}
+
+void stats_unmapped(size_t bytes) {
+  hp_stats.unmaps++;
+  hp_stats.bytes_mapped -= bytes;
+}
+
+/* One row per counter: the text and the JSON output come from this table. */
+#define HP_STAT_FIELDS(X)                                      \
+  X(allocs, "allocations")                                     \
+  X(frees, "frees")                                            \
+  X(failures, "failed allocations")                            \
+  X(cache_hits, "cache hits")                                  \
+  X(cache_misses, "cache misses")                              \
+  X(cache_evictions, "cache evictions")                        \
+  X(trims, "released by trim")                                 \
+  X(fallbacks_thp, "fallbacks to THP")                         \
+  X(fallbacks_small, "fallbacks to 4 KB pages")                \
+  X(maps, "mmap calls")                                        \
+  X(unmaps, "munmap calls")                                    \
+  X(bytes_mapped, "bytes mapped")                              \
+  X(bytes_mapped_peak, "bytes mapped (peak)")                  \
+  X(bytes_live, "bytes in live buffers")                       \
+  X(bytes_requested, "bytes requested by live buffers")        \
+  X(bytes_slack, "bytes of rounding slack")                    \
+  X(bytes_cached, "bytes cached")                              \
+  X(live_buffers, "live buffers")                              \
+  X(cached_buffers, "cached buffers")                          \
+  X(cache_max_slots, "cache slot limit")                       \
+  X(cache_max_bytes, "cache byte limit")
+
+typedef struct {
+  char *buf;
+  size_t len, need;
+} sink;
+
+static void emit(sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void emit(sink *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  size_t room = s->need < s->len ? s->len - s->need : 0;
+  int n = vsnprintf(room ? s->buf + s->need : NULL, room, fmt, ap);
+  va_end(ap);
+  if (n > 0) s->need += (size_t)n;
+}
+
+int hugepool_stats_snprint(char *buf, size_t len, hugepool_stats_format format) {
+  hugepool_stats st;
+  hugepool_get_stats(&st);
+  sink s = {buf, len, 0};
+  if (len) buf[0] = '\0';
+  if (format == HUGEPOOL_STATS_JSON) {
+    emit(&s, "{\"pid\": %ld, \"policy\": \"%s\", \"page_size\": %zu", (long)getpid(),
+         hugepool_policy_name(hugepool_get_policy()), hugepool_get_page_size());
+#define HP_JSON(field, label) emit(&s, ", \"%s\": %llu", #field, (unsigned long long)st.field);
+    HP_STAT_FIELDS(HP_JSON)
+#undef HP_JSON
+    emit(&s, "}\n");
+  } else {
+    emit(&s, "hugepool statistics (pid %ld, policy %s, page size %zu KiB)\n", (long)getpid(),
+         hugepool_policy_name(hugepool_get_policy()), hugepool_get_page_size() >> 10);
+#define HP_TEXT(field, label) emit(&s, "  %-32s %llu\n", label, (unsigned long long)st.field);
+    HP_STAT_FIELDS(HP_TEXT)
+#undef HP_TEXT
+  }
+  return (int)s.need;
+}
+
+int hugepool_stats_print(FILE *stream, hugepool_stats_format format) {
+  char buf[4096];
+  int n = hugepool_stats_snprint(buf, sizeof(buf), format);
+  if (n < 0 || !stream) return -1;
+  return fputs(buf, stream) == EOF ? -1 : 0;
+}
+
+/* The MPI rank from whichever launcher started us, or -1. */
+static long mpi_rank(void) {
+  static const char *const vars[] = {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "MPI_LOCALRANKID",
+                                     "SLURM_PROCID"};
+  for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+    const char *v = getenv(vars[i]);
+    if (v && *v) {
+      char *end = NULL;
+      long r = strtol(v, &end, 10);
+      if (*end == '\0' && r >= 0) return r;
+    }
+  }
+  return -1;
+}
+
+/* Expands %p (pid), %r (MPI rank, or "norank"), %h (host) and %% in `pattern`. */
+static int expand_pattern(const char *pattern, char *out, size_t len) {
+  sink s = {out, len, 0};
+  for (const char *p = pattern; *p; p++) {
+    if (*p != '%') {
+      emit(&s, "%c", *p);
+      continue;
+    }
+    switch (*++p) {
+      case 'p': emit(&s, "%ld", (long)getpid()); break;
+      case 'r': {
+        long r = mpi_rank();
+        if (r >= 0) emit(&s, "%ld", r);
+        else emit(&s, "norank");
+        break;
+      }
+      case 'h': {
+        char host[256] = "unknown";
+        gethostname(host, sizeof(host) - 1);
+        host[sizeof(host) - 1] = '\0';
+        emit(&s, "%s", host);
+        break;
+      }
+      case '%': emit(&s, "%%"); break;
+      case '\0': p--; emit(&s, "%%"); break;
+      default: emit(&s, "%%%c", *p); break;
+    }
+  }
+  return s.need < len ? 0 : -1;
+}
+
+void stats_print_at_exit(void) {
+  long long mode = option_get(HP_OPT_STATS);
+  const char *pattern = option_get_string(HP_OPT_STATS_FILE);
+  if (mode == HP_STATS_OFF && !pattern) return;
+  char text[4096];
+  int n = hugepool_stats_snprint(text, sizeof(text),
+                                 mode == HP_STATS_JSON_AT_EXIT ? HUGEPOOL_STATS_JSON : HUGEPOOL_STATS_TEXT);
+  if (n <= 0) return;
+  size_t len = (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1;
+  if (!pattern) {
+    os_write_stderr(text, len);
+    return;
+  }
+  char path[4096];
+  if (expand_pattern(pattern, path, sizeof(path)) != 0) {
+    hp_warn("HUGEPOOL_STATS_FILE pattern is too long; statistics go to stderr");
+    os_write_stderr(text, len);
+    return;
+  }
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    hp_warn("cannot write statistics to %s: %s; printing them here", path, strerror(errno));
+    os_write_stderr(text, len);
+    return;
+  }
+  for (size_t done = 0; done < len;) {
+    ssize_t w = write(fd, text + done, len - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += (size_t)w;
+  }
+  close(fd);
+}
