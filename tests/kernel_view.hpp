@@ -58,6 +58,11 @@ inline std::map<std::string, long long> meminfo() {
 inline long long huge_free() { return meminfo().at("HugePages_Free"); }
 inline long long huge_total() { return meminfo().at("HugePages_Total"); }
 inline long long huge_rsvd() { return meminfo().at("HugePages_Rsvd"); }
+// Pages neither in use nor promised to a mapping: what a new mmap can get.
+inline long long huge_available() {
+  auto m = meminfo();
+  return m.at("HugePages_Free") - m.at("HugePages_Rsvd");
+}
 
 // One /proc/self/smaps entry: its range and its fields (in kB).
 struct SmapsEntry {

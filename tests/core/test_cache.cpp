@@ -1,0 +1,206 @@
+// The cache: a hit reuses the very mapping with no new page; eviction, trim
+// and the caps give pages back to the kernel's pool.
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "common.hpp"
+
+using namespace test;
+
+TEST_CASE("a cache hit returns the same mapping and takes no new page or fault", "[cache]") {
+  kv::PoolGuard pool(8);
+  fresh_state();
+  auto *p = static_cast<char *>(hugepool_alloc(8 * MiB));
+  REQUIRE(p != nullptr);
+  std::memset(p, 0x42, 8 * MiB);
+  hugepool_free(p);
+  const auto mem0 = kv::meminfo();
+  const std::string maps0 = kv::read_file("/proc/self/maps");
+  const long faults0 = minor_faults();
+
+  auto *q = static_cast<char *>(hugepool_alloc(8 * MiB));
+  REQUIRE(q == p);
+  std::memset(q, 0x17, 8 * MiB);  // touching it again needs no fault: the pages are still there
+
+  const long faults1 = minor_faults();
+  const auto mem1 = kv::meminfo();
+  CHECK(faults1 == faults0);
+  CHECK(mem1.at("HugePages_Free") == mem0.at("HugePages_Free"));
+  CHECK(mem1.at("HugePages_Rsvd") == mem0.at("HugePages_Rsvd"));
+  CHECK(kv::read_file("/proc/self/maps") == maps0);  // no mmap, no munmap
+  hugepool_stats st;
+  hugepool_get_stats(&st);
+  CHECK(st.cache_hits >= 1);
+  hugepool_free(q);
+  hugepool_trim();
+}
+
+TEST_CASE("hugepool_calloc clears a reused buffer", "[cache]") {
+  kv::PoolGuard pool(2);
+  fresh_state();
+  auto *p = static_cast<unsigned char *>(hugepool_alloc(2 * MiB));
+  REQUIRE(p != nullptr);
+  std::memset(p, 0xff, 2 * MiB);
+  hugepool_free(p);
+  auto *q = static_cast<unsigned char *>(hugepool_calloc(1024, 2048));
+  REQUIRE(q == p);
+  CHECK(std::all_of(q, q + 2 * MiB, [](unsigned char c) { return c == 0; }));
+  hugepool_free(q);
+  hugepool_trim();
+}
+
+TEST_CASE("sizes are cached by class: a different size does not reuse the mapping", "[cache]") {
+  kv::PoolGuard pool(8);
+  fresh_state();
+  void *a = hugepool_alloc(4 * MiB);
+  REQUIRE(a != nullptr);
+  hugepool_free(a);
+  void *b = hugepool_alloc(2 * MiB);
+  REQUIRE(b != nullptr);
+  CHECK(b != a);
+  void *c = hugepool_alloc(3 * MiB + 5);  // same 4 MB class as a
+  CHECK(c == a);
+  hugepool_free(b);
+  hugepool_free(c);
+  hugepool_trim();
+}
+
+TEST_CASE("when the slots are full a round-robin victim goes back to the pool", "[cache]") {
+  kv::PoolGuard pool(6);
+  fresh_state();
+  REQUIRE(hugepool_set_cache_limits(2, size_t{1} << 30) == 0);
+  const long long free0 = kv::huge_free();
+  char *bufs[3];
+  for (auto &b : bufs) {
+    b = static_cast<char *>(hugepool_alloc(4 * MiB));
+    REQUIRE(b != nullptr);
+    std::memset(b, 1, 4 * MiB);
+  }
+  CHECK(free0 - kv::huge_free() == 6);
+  for (auto *b : bufs) hugepool_free(b);
+  // Two 4 MB buffers stay cached; the round-robin victim (the first one
+  // cached) is unmapped and its 2 pages are back in the pool.
+  CHECK(free0 - kv::huge_free() == 4);
+  CHECK_FALSE(mapped_at(bufs[0]));
+  CHECK(mapped_at(bufs[1]));
+  CHECK(mapped_at(bufs[2]));
+  hugepool_stats st;
+  hugepool_get_stats(&st);
+  CHECK(st.cached_buffers == 2);
+  CHECK(st.cache_evictions >= 1);
+
+  CHECK(hugepool_trim() == 8 * MiB);
+  CHECK(kv::huge_free() == free0);
+  CHECK_FALSE(mapped_at(bufs[1]));
+  fresh_state();
+}
+
+TEST_CASE("the byte cap holds", "[cache]") {
+  kv::PoolGuard pool(12);
+  fresh_state();
+  REQUIRE(hugepool_set_cache_limits(64, 8 * MiB) == 0);
+  const long long free0 = kv::huge_available();
+  std::vector<char *> bufs;
+  for (int i = 0; i < 6; i++) {
+    bufs.push_back(static_cast<char *>(hugepool_alloc(4 * MiB)));
+    REQUIRE(bufs.back() != nullptr);
+    bufs.back()[0] = 1;
+  }
+  for (auto *b : bufs) hugepool_free(b);
+  // At most 8 MB (4 pages) may stay out of the pool.
+  const long long total = kv::huge_total();
+  CHECK(total - kv::huge_available() <= 4 + (total - free0));
+  CHECK(free0 - kv::huge_available() == 4);
+  hugepool_stats st;
+  hugepool_get_stats(&st);
+  CHECK(st.bytes_cached == 8 * MiB);
+
+  // A buffer larger than the cap is never cached.
+  char *big = static_cast<char *>(hugepool_alloc(16 * MiB));
+  REQUIRE(big != nullptr);
+  hugepool_free(big);
+  CHECK_FALSE(mapped_at(big));
+
+  // Lowering the cap evicts at once.
+  REQUIRE(hugepool_set_cache_limits(64, 4 * MiB) == 0);
+  CHECK(free0 - kv::huge_available() == 2);
+  REQUIRE(hugepool_set_cache_limits(0, 4 * MiB) == 0);  // 0 slots: no caching at all
+  CHECK(kv::huge_available() == free0);
+  void *p = hugepool_alloc(2 * MiB);
+  hugepool_free(p);
+  CHECK(kv::huge_available() == free0);
+  CHECK(hugepool_set_cache_limits(100000, 1) == -1);
+  CHECK(errno == EINVAL);
+  fresh_state();
+}
+
+TEST_CASE("a full pool is freed from the cache before ENOMEM", "[cache]") {
+  kv::PoolGuard pool(4);
+  fresh_state();
+  void *a = hugepool_alloc(8 * MiB);  // all 4 pages
+  REQUIRE(a != nullptr);
+  hugepool_free(a);                    // cached: the pool is empty now
+  CHECK(kv::huge_free() - kv::huge_rsvd() == 0);
+  void *b = hugepool_alloc(2 * MiB);  // needs the cached pages back
+  REQUIRE(b != nullptr);
+  CHECK(hugepool_kind_of(b) == HUGEPOOL_KIND_HUGE_2M);
+  CHECK_FALSE(mapped_at(a));
+  hugepool_free(b);
+  hugepool_trim();
+}
+
+TEST_CASE("freeing a pointer hugepool does not own is reported and changes nothing", "[cache]") {
+  kv::PoolGuard pool(2);
+  fresh_state();
+  int local = 0;
+  StderrCapture err;
+  errno = 1234;
+  hugepool_free(&local);
+  CHECK(errno == 1234);
+  std::string text = err.text();
+  CHECK(text.find("not a live hugepool buffer") != std::string::npos);
+  errno = 77;
+  hugepool_free(nullptr);
+  CHECK(errno == 77);
+  CHECK(hugepool_usable_size(&local) == 0);
+  CHECK(hugepool_kind_of(&local) == HUGEPOOL_KIND_NONE);
+}
+
+TEST_CASE("statistics count allocations, hits, slack and print as text and JSON", "[stats]") {
+  kv::PoolGuard pool(4);
+  fresh_state();
+  hugepool_stats a;
+  hugepool_get_stats(&a);
+  void *p = hugepool_alloc(3 * MiB);  // 1 MB of slack
+  REQUIRE(p != nullptr);
+  hugepool_stats b;
+  hugepool_get_stats(&b);
+  CHECK(b.allocs == a.allocs + 1);
+  CHECK(b.bytes_slack == a.bytes_slack + 1 * MiB);
+  CHECK(b.bytes_live == a.bytes_live + 4 * MiB);
+  CHECK(b.bytes_mapped_peak >= 4 * MiB);
+  hugepool_free(p);
+  p = hugepool_alloc(4 * MiB);
+  hugepool_stats c;
+  hugepool_get_stats(&c);
+  CHECK(c.cache_hits == b.cache_hits + 1);
+
+  char buf[4096];
+  int n = hugepool_stats_snprint(buf, sizeof(buf), HUGEPOOL_STATS_JSON);
+  REQUIRE(n > 0);
+  std::string json(buf);
+  CHECK(json.front() == '{');
+  CHECK(json.find("\"cache_hits\": " + std::to_string(c.cache_hits)) != std::string::npos);
+  CHECK(json.find("\"bytes_slack\": 0") != std::string::npos);
+  CHECK(json.find("}\n") == json.size() - 2);
+  n = hugepool_stats_snprint(buf, sizeof(buf), HUGEPOOL_STATS_TEXT);
+  CHECK(std::string(buf).find("cache hits") != std::string::npos);
+  char tiny[8];
+  CHECK(hugepool_stats_snprint(tiny, sizeof(tiny), HUGEPOOL_STATS_TEXT) == n);
+  CHECK(std::strlen(tiny) == 7);
+  hugepool_free(p);
+  hugepool_trim();
+}

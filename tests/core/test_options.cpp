@@ -1,0 +1,82 @@
+// Options: read once from HUGEPOOL_* variables, K/M/G sizes, and a warning
+// naming the variable and the default for every bad value.
+#include <catch2/catch.hpp>
+
+#include "common.hpp"
+#include "internal.h"
+
+using namespace test;
+
+TEST_CASE("size syntax accepts K/M/G/T suffixes and rejects garbage", "[options]") {
+  unsigned long long v = 0;
+  REQUIRE(parse_size("4096", &v) == 0);
+  CHECK(v == 4096);
+  REQUIRE(parse_size("64M", &v) == 0);
+  CHECK(v == 64ULL << 20);
+  REQUIRE(parse_size("2g", &v) == 0);
+  CHECK(v == 2ULL << 30);
+  REQUIRE(parse_size("1GiB", &v) == 0);
+  CHECK(v == 1ULL << 30);
+  REQUIRE(parse_size("512kb", &v) == 0);
+  CHECK(v == 512ULL << 10);
+  REQUIRE(parse_size("3T", &v) == 0);
+  CHECK(v == 3ULL << 40);
+  for (const char *bad : {"", "-1", "+5", "1.5G", "12Q", "G", "0x10", "99999999999999999999", "20000000T",
+                          "5 M", "4M junk"}) {
+    INFO(bad);
+    CHECK(parse_size(bad, &v) == -1);
+  }
+}
+
+static std::string probe(const std::string &env, const std::string &args = "") {
+  std::string out;
+  int rc = run("env " + env + " " HUGEPOOL_PROBE " " + args, out);
+  INFO(out);
+  CHECK(rc == 0);
+  return out;
+}
+
+TEST_CASE("HUGEPOOL_* variables set the policy, page size and cache limits", "[options]") {
+  kv::PoolGuard pool(4);
+  std::string out = probe("HUGEPOOL_POLICY=small HUGEPOOL_CACHE_SLOTS=7 HUGEPOOL_CACHE_BYTES=96M");
+  CHECK(out.find("policy small page 2097152 slots 7 bytes 100663296") != std::string::npos);
+  CHECK(out.find("hugepool[") == std::string::npos);  // no warning for good values
+  out = probe("HUGEPOOL_POLICY=THP");
+  CHECK(out.find("policy thp") != std::string::npos);
+}
+
+TEST_CASE("a bad value warns, names the variable and the default, and the default is used", "[options]") {
+  kv::PoolGuard pool(4);
+  std::string out = probe("HUGEPOOL_CACHE_BYTES=lots HUGEPOOL_CACHE_SLOTS=-3 HUGEPOOL_POLICY=maybe");
+  CHECK(out.find("HUGEPOOL_CACHE_BYTES='lots' is not valid") != std::string::npos);
+  CHECK(out.find("using the default 1G") != std::string::npos);
+  CHECK(out.find("HUGEPOOL_CACHE_SLOTS='-3' is not valid") != std::string::npos);
+  CHECK(out.find("using the default 64") != std::string::npos);
+  CHECK(out.find("HUGEPOOL_POLICY='maybe' is not valid (expected strict|thp|small); using the default strict") !=
+        std::string::npos);
+  CHECK(out.find("policy strict page 2097152 slots 64 bytes 1073741824") != std::string::npos);
+  out = probe("HUGEPOOL_PAGE_SIZE=4M HUGEPOOL_CACHE_SLOTS=100000");
+  CHECK(out.find("HUGEPOOL_PAGE_SIZE='4M' is not valid (expected 2M or 1G)") != std::string::npos);
+  CHECK(out.find("HUGEPOOL_CACHE_SLOTS='100000' is not valid") != std::string::npos);
+}
+
+TEST_CASE("HUGEPOOL_STATS prints text or JSON at exit, HUGEPOOL_STATS_FILE writes a file per process",
+          "[options][stats]") {
+  kv::PoolGuard pool(4);
+  std::string out = probe("HUGEPOOL_STATS=1", "2097152 3");
+  CHECK(out.find("hugepool statistics") != std::string::npos);
+  CHECK(out.find("cache hits                       2") != std::string::npos);
+  out = probe("HUGEPOOL_STATS=json", "2097152 3");
+  CHECK(out.find("\"cache_hits\": 2") != std::string::npos);
+  CHECK(out.find("\"allocs\": 3") != std::string::npos);
+
+  char dir[] = "/tmp/hugepool-statsXXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  out = probe(std::string("PMI_RANK=5 HUGEPOOL_STATS=json HUGEPOOL_STATS_FILE=") + dir + "/rank%r.json",
+              "2097152 2");
+  CHECK(out.find("\"allocs\"") == std::string::npos);  // not on stderr
+  std::string file = kv::read_file(std::string(dir) + "/rank5.json");
+  CHECK(file.find("\"allocs\": 2") != std::string::npos);
+  std::string ignore;
+  run(std::string("rm -rf ") + dir, ignore);
+}
