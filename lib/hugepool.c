@@ -61,6 +61,7 @@ static void atfork_child(void) {
 
 static void init_once(void) {
   options_init();
+  os_nodes_init();
   atomic_store(&hp_policy, (int)option_get(HP_OPT_POLICY));
   size_t page = (size_t)option_get(HP_OPT_PAGE_SIZE);
   if (!os_page_size_supported(page)) {

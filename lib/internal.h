@@ -35,6 +35,7 @@ HP_INTERNAL int os_populate(void *addr, size_t size);
 HP_INTERNAL void *os_map_meta(size_t size);
 HP_INTERNAL void os_unmap_meta(void *addr, size_t size);
 HP_INTERNAL bool os_page_size_supported(size_t page_size);
+HP_INTERNAL void os_nodes_init(void);
 HP_INTERNAL bool os_node_has_memory(int node);
 /* Free huge pages not promised to any mapping; node < 0: whole pool. */
 HP_INTERNAL long os_pool_available(size_t page_size, int node);

@@ -146,19 +146,30 @@ bool os_page_size_supported(size_t page_size) {
   return pool_dir(path, sizeof(path), page_size, -1, "") && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* Is `node` listed in /sys/devices/system/node/has_memory ("0", "0-3,6")? */
-bool os_node_has_memory(int node) {
+/* Nodes with memory, read once from /sys/devices/system/node/has_memory
+ * ("0", "0-3,6") so node-bound cache hits make no system call. */
+#define HP_MAX_NODES 1024
+static unsigned long nodes_with_memory[HP_MAX_NODES / (8 * sizeof(unsigned long))];
+
+void os_nodes_init(void) {
   char buf[512];
-  if (node < 0 || read_small("/sys/devices/system/node/has_memory", buf, sizeof(buf)) < 0) return false;
+  if (read_small("/sys/devices/system/node/has_memory", buf, sizeof(buf)) < 0) return;
   const char *p = buf;
   while (*p >= '0' && *p <= '9') {
     char *end = NULL;
     long lo = strtol(p, &end, 10), hi = lo;
     if (*end == '-') hi = strtol(end + 1, &end, 10);
-    if (node >= lo && node <= hi) return true;
+    for (long n = lo; n <= hi && n < HP_MAX_NODES; n++) {
+      nodes_with_memory[n / (long)(8 * sizeof(unsigned long))] |= 1UL << (n % (long)(8 * sizeof(unsigned long)));
+    }
     p = *end == ',' ? end + 1 : end;
   }
-  return false;
+}
+
+bool os_node_has_memory(int node) {
+  if (node < 0 || node >= HP_MAX_NODES) return false;
+  return (nodes_with_memory[(unsigned)node / (8 * sizeof(unsigned long))] >>
+          ((unsigned)node % (8 * sizeof(unsigned long)))) & 1UL;
 }
 
 void os_write_stderr(const char *text, size_t len) {

@@ -2,6 +2,7 @@
 // and the caps give pages back to the kernel's pool.
 #include <cerrno>
 #include <cstring>
+#include <sstream>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -9,6 +10,16 @@
 #include "common.hpp"
 
 using namespace test;
+
+// The hugetlb lines of /proc/self/maps (other mappings come and go with the
+// test harness's own allocations, e.g. under ASan).
+static std::string hugetlb_maps() {
+  std::istringstream in(kv::read_file("/proc/self/maps"));
+  std::string line, out;
+  while (std::getline(in, line))
+    if (line.find("anon_hugepage") != std::string::npos) out += line + "\n";
+  return out;
+}
 
 TEST_CASE("a cache hit returns the same mapping and takes no new page or fault", "[cache]") {
   kv::PoolGuard pool(8);
@@ -18,7 +29,7 @@ TEST_CASE("a cache hit returns the same mapping and takes no new page or fault",
   std::memset(p, 0x42, 8 * MiB);
   hugepool_free(p);
   const auto mem0 = kv::meminfo();
-  const std::string maps0 = kv::read_file("/proc/self/maps");
+  const std::string maps0 = hugetlb_maps();
   const long faults0 = minor_faults();
 
   auto *q = static_cast<char *>(hugepool_alloc(8 * MiB));
@@ -27,10 +38,15 @@ TEST_CASE("a cache hit returns the same mapping and takes no new page or fault",
 
   const long faults1 = minor_faults();
   const auto mem1 = kv::meminfo();
-  CHECK(faults1 == faults0);
+#if !defined(__SANITIZE_ADDRESS__)
+  CHECK(faults1 == faults0);  // (under ASan the memset faults in ASan's own shadow pages)
+#else
+  (void)faults0;
+  (void)faults1;
+#endif
   CHECK(mem1.at("HugePages_Free") == mem0.at("HugePages_Free"));
   CHECK(mem1.at("HugePages_Rsvd") == mem0.at("HugePages_Rsvd"));
-  CHECK(kv::read_file("/proc/self/maps") == maps0);  // no mmap, no munmap
+  CHECK(hugetlb_maps() == maps0);  // no hugetlb mmap, no munmap
   hugepool_stats st;
   hugepool_get_stats(&st);
   CHECK(st.cache_hits >= 1);
