@@ -36,7 +36,7 @@ fake_meminfo() { # total_kb avail_kb hugetlb_kb
   printf 'MemTotal:       %s kB\nMemFree:        %s kB\nMemAvailable:   %s kB\nHugePages_Total:       0\nHugetlb:        %s kB\n' \
     "$1" "$2" "$2" "$3" >"$FAKE/proc/meminfo"
 }
-write_conf() { cat >"$FAKE/etc/hugepool/reserve.conf"; chmod 0644 "$FAKE/etc/hugepool/reserve.conf"; }
+write_conf() { rm -f "$FAKE/etc/hugepool/reserve.conf"; cat >"$FAKE/etc/hugepool/reserve.conf"; chmod 0644 "$FAKE/etc/hugepool/reserve.conf"; }
 default_conf() {
   write_conf <<CONF
 max_pages 1000
