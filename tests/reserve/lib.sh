@@ -93,3 +93,44 @@ as_user() { # uid helper-args...
 as_nobody() { as_user 65534 "$@"; }
 expect_rc() { [[ $RC == "$1" ]] || fail "$2: exit $RC, expected $1 (stdout: $OUT; stderr: $ERR)"; pass "$2"; }
 expect_err() { grep -q -- "$1" <<<"$ERR" || fail "$2: stderr lacks '$1': $ERR"; pass "$2"; }
+
+# --- the real pool (hugepool-reserve-realpool: real sysfs, config/state in the build dir) ---
+sys=/sys/kernel/mm/hugepages/hugepages-2048kB
+node0=/sys/devices/system/node/node0/hugepages/hugepages-2048kB
+real_nr() { cat "$sys/nr_hugepages"; }
+meminfo() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
+spare() { echo $(($(cat "$sys/free_hugepages") - $(cat "$sys/resv_hugepages"))); }
+# Takes the machine-wide pool lock, remembers the pool and the sysfs modes,
+# restores both on exit, installs the helper with the config read from stdin.
+real_pool_setup() {
+  exec 9>/tmp/hugepool-pool.lock
+  flock -w 300 9 || fail "pool lock busy for 300 s"
+  base=$(real_nr)
+  base_node0=$(cat "$node0/nr_hugepages" 2>/dev/null || echo none)
+  mapfile -t _files < <(ls /sys/kernel/mm/hugepages/hugepages-*/nr_hugepages \
+    /sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages 2>/dev/null)
+  _modes=()
+  local f
+  for f in "${_files[@]}"; do _modes+=("$(stat -c '%a %u %g' "$f")"); done
+  on_exit _real_pool_restore
+  REAL=$RESERVE_TEST_DIR/real
+  rm -rf "$REAL"
+  mkdir -p "$REAL/etc/hugepool"
+  chmod 0755 "$RESERVE_TEST_DIR" "$REAL"
+  cat >"$REAL/etc/hugepool/reserve.conf"
+  make_inst_dir
+  bash "$RESERVE_SRC/install.sh" --bin "$RESERVE_BIN_DIR/hugepool-reserve-realpool" --prefix "$INST" \
+    --conf "$REAL/etc/hugepool/reserve.conf" --state-dir "$REAL/var/lib/hugepool" \
+    --jobs-dir "$REAL/run/hugepool/jobs" --sysfs-root / --tmpfiles-dir "$INST/tmpfiles" >/dev/null
+  HELPER=$INST/bin/hugepool-reserve
+}
+_real_pool_restore() {
+  local i m
+  for i in "${!_files[@]}"; do
+    read -ra m <<<"${_modes[i]}"
+    chown "${m[1]}:${m[2]}" "${_files[i]}"
+    chmod "${m[0]}" "${_files[i]}"
+  done
+  [[ $base_node0 == none ]] || echo "$base_node0" >"$node0/nr_hugepages"
+  echo "$base" >"$sys/nr_hugepages"
+}

@@ -13,7 +13,8 @@ fake_setup
 log=$INST/audit.log
 : >"$log"
 coproc LISTEN { exec python3 "$(dirname "$0")/devlog_listen.py" /dev/log "$log"; }
-on_exit "kill $LISTEN_PID; wait $LISTEN_PID; rm -f /dev/log"
+listen_pid=$LISTEN_PID
+on_exit "kill $listen_pid; wait $listen_pid; rm -f /dev/log"
 read -r -t 10 ready <&"${LISTEN[0]}" && [[ $ready == ready ]] || fail "log listener did not start"
 
 set_pool 0 0
