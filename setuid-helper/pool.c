@@ -90,17 +90,21 @@ struct pool_state {
   unsigned long long nr, free, resv, surplus;
 };
 
-static void pool_dir(char *buf, size_t cap, int node, unsigned size_kb) {
+/* Pool paths are built only from a validated node number and page size and
+ * a compile-time prefix; a path that would not fit is an error, not cut. */
+static int pool_path(char *buf, size_t cap, int node, unsigned size_kb, const char *what) {
+  int n;
   if (node < 0)
-    snprintf(buf, cap, SYS_ROOT "/sys/kernel/mm/hugepages/hugepages-%ukB", size_kb);
+    n = snprintf(buf, cap, SYS_ROOT "/sys/kernel/mm/hugepages/hugepages-%ukB/%s", size_kb, what);
   else
-    snprintf(buf, cap, SYS_ROOT "/sys/devices/system/node/node%d/hugepages/hugepages-%ukB", node, size_kb);
+    n = snprintf(buf, cap, SYS_ROOT "/sys/devices/system/node/node%d/hugepages/hugepages-%ukB/%s", node, size_kb,
+                 what);
+  return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
 static int pool_file_read(int node, unsigned size_kb, const char *what, unsigned long long *v) {
-  char dir[200], path[256];
-  pool_dir(dir, sizeof dir, node, size_kb);
-  snprintf(path, sizeof path, "%s/%s", dir, what);
+  char path[512];
+  if (pool_path(path, sizeof path, node, size_kb, what) != 0) return -1;
   return read_ull(path, v);
 }
 
@@ -121,20 +125,17 @@ static unsigned long long pool_spare(const struct pool_state *st) {
 }
 
 static int pool_write_nr(int node, unsigned size_kb, unsigned long long nr) {
-  char dir[200], path[256];
-  pool_dir(dir, sizeof dir, node, size_kb);
-  snprintf(path, sizeof path, "%s/nr_hugepages", dir);
+  char path[512];
+  if (pool_path(path, sizeof path, node, size_kb, "nr_hugepages") != 0) return -1;
 #ifdef HUGEPOOL_RESERVE_TEST_ROOT
   {
     /* Fake tree only: play the kernel.  Free pages follow the pool size, and
      * a "capacity" file caps what can be allocated (memory running out). */
     unsigned long long old = 0, fr = 0, cap;
-    char p2[256];
-    read_ull(path, &old);
-    snprintf(p2, sizeof p2, "%s/capacity", dir);
-    if (read_ull(p2, &cap) == 0 && nr > cap) nr = cap;
-    snprintf(p2, sizeof p2, "%s/free_hugepages", dir);
-    read_ull(p2, &fr);
+    char p2[512];
+    if (read_ull(path, &old) != 0) return -1;
+    if (pool_path(p2, sizeof p2, node, size_kb, "capacity") == 0 && read_ull(p2, &cap) == 0 && nr > cap) nr = cap;
+    if (pool_path(p2, sizeof p2, node, size_kb, "free_hugepages") != 0 || read_ull(p2, &fr) != 0) return -1;
     fr = nr >= old ? fr + (nr - old) : (fr > old - nr ? fr - (old - nr) : 0);
     if (write_ull(p2, fr) != 0) return -1;
   }
@@ -532,14 +533,12 @@ int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen) 
 
 static void status_size(int fd, unsigned size_kb) {
   struct pool_state st;
-  char path[200];
   DIR *d;
   struct dirent *e;
   if (pool_read(-1, size_kb, &st) != 0) return;
   dprintf(fd, "%u kB pages, all nodes: total %llu free %llu reserved %llu surplus %llu\n", size_kb, st.nr, st.free,
           st.resv, st.surplus);
-  snprintf(path, sizeof path, SYS_ROOT "/sys/devices/system/node");
-  d = opendir(path);
+  d = opendir(SYS_ROOT "/sys/devices/system/node");
   if (d == NULL) return;
   while ((e = readdir(d)) != NULL) {
     unsigned long long node;
