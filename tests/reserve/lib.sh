@@ -24,6 +24,10 @@ make_inst_dir() {
   INST=$(mktemp -d /var/tmp/hugepool-reserve-test.XXXXXX)
   chmod 0755 "$INST"
   on_exit "rm -rf '$INST'"
+  # Tools an unprivileged user runs or might load: copies they can reach.
+  mkdir -p "$INST/tools"
+  cp "$RESERVE_TOOLS/execve_argc0" "$RESERVE_TOOLS/libmarker_preload.so" "$INST/tools/"
+  chmod -R a+rX "$INST/tools"
   if findmnt -n -o OPTIONS -T "$INST" | tr ',' '\n' | grep -qx nosuid; then
     fail "/var/tmp is mounted nosuid: cannot test a setgid install"
   fi
@@ -49,6 +53,7 @@ CONF
 fake_setup() {
   rm -rf "$FAKE"
   mkdir -p "$FAKE/proc" "$FAKE/etc/hugepool"
+  on_exit "rm -rf '$FAKE'; rmdir '$RESERVE_TEST_DIR' 2>/dev/null"
   chmod 0755 "$RESERVE_TEST_DIR" "$FAKE"
   local kb n
   for kb in 2048 1048576; do
@@ -116,6 +121,7 @@ real_pool_setup() {
   REAL=$RESERVE_TEST_DIR/real
   rm -rf "$REAL"
   mkdir -p "$REAL/etc/hugepool"
+  on_exit "rm -rf '$REAL'; rmdir '$RESERVE_TEST_DIR' 2>/dev/null"
   chmod 0755 "$RESERVE_TEST_DIR" "$REAL"
   cat >"$REAL/etc/hugepool/reserve.conf"
   make_inst_dir

@@ -6,7 +6,7 @@ fake_setup
 
 # --- hostile environment: the helper's own environment is empty ---
 marker=$INST/marker
-hostile=(LD_PRELOAD="$RESERVE_TOOLS/libmarker_preload.so" LD_AUDIT="$RESERVE_TOOLS/libmarker_preload.so"
+hostile=(LD_PRELOAD="$INST/tools/libmarker_preload.so" LD_AUDIT="$INST/tools/libmarker_preload.so"
   HUGEPOOL_TEST_MARKER="$marker" SHELLOPTS=xtrace PS4='$(touch '"$marker"')' BASH_ENV="$INST/bashenv"
   GLIBC_TUNABLES=glibc.malloc.check=3:glibc.malloc.mmap_threshold=1 PATH="$INST/evil" IFS=/ LANG=xx_XX.UTF-8
   LOCPATH="$INST/evil" NLSPATH="$INST/evil" TZ=../../../etc/shadow)
@@ -57,7 +57,7 @@ expect_eq "$(cat "$FAKE/var/lib/hugepool/grants" | grep -c '^65534 ')" 1 "grant 
 set_pool 0 0
 before=$(cat "$FAKE/var/lib/hugepool/grants")
 set +e
-OUT=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$RESERVE_TOOLS/execve_argc0" "$HELPER" 100 --release 2>&1)
+OUT=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$INST/tools/execve_argc0" "$HELPER" 100 --release 2>&1)
 RC=$?
 set -e
 expect_eq "$RC" 2 "argc == 0 refused"

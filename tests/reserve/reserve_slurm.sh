@@ -21,6 +21,19 @@ CONF
 T=$(mktemp -d /var/tmp/hugepool-slurm.XXXXXX)
 chmod 0755 "$T"
 on_exit "rm -rf '$T'"
+
+# Capture the plugin's audit lines on /dev/log if no system logger owns it.
+exec 8>/tmp/hugepool-devlog.lock
+flock 8
+audit=
+if [[ ! -e /dev/log ]]; then
+  audit=$T/audit.log
+  : >"$audit"
+  coproc LISTEN { exec python3 "$(dirname "$0")/devlog_listen.py" /dev/log "$audit" 9>&-; }
+  listen_pid=$LISTEN_PID
+  on_exit "kill $listen_pid; wait $listen_pid; rm -f /dev/log"
+  read -r -t 10 ready <&"${LISTEN[0]}" && [[ $ready == ready ]] || fail "log listener did not start"
+fi
 mkdir -p "$T/state" "$T/spool"
 host=$(hostname -s)
 port_free() { ! ss -Htln "sport = :$1" | grep -q .; }
@@ -33,14 +46,15 @@ done
 dd if=/dev/urandom of="$T/munge.key" bs=1024 count=1 status=none
 chmod 0400 "$T/munge.key"
 munged -F -f --key-file="$T/munge.key" --socket="$T/munge.sock" --pid-file="$T/munged.pid" \
-  --log-file="$T/munged.log" --seed-file="$T/munged.seed" &
+  --log-file="$T/munged.log" --seed-file="$T/munged.seed" 9>&- &
 munge_pid=$!
 on_exit "kill $munge_pid 2>/dev/null; wait $munge_pid 2>/dev/null"
 for _ in $(seq 50); do [[ -S $T/munge.sock ]] && break; sleep 0.1; done
 [[ -S $T/munge.sock ]] || fail "munged did not start: $(cat "$T/munged.log")"
 
+install -m 0755 "$plugin" "$T/hugepool_spank.so" # where srun, run by nobody, can load it
 cat >"$T/plugstack.conf" <<EOF2
-required $plugin
+required $T/hugepool_spank.so
 EOF2
 cat >"$T/slurm.conf" <<EOF2
 ClusterName=hugepooltest
@@ -77,10 +91,11 @@ EOF2
 chmod 0644 "$T/slurm.conf" "$T/plugstack.conf"
 export SLURM_CONF=$T/slurm.conf
 
-slurmctld -D -i -f "$SLURM_CONF" >"$T/slurmctld.out" 2>&1 &
+# (9>&-: the daemons and their children must not inherit the pool lock)
+slurmctld -D -i -f "$SLURM_CONF" >"$T/slurmctld.out" 2>&1 9>&- &
 ctld=$!
 on_exit "kill $ctld 2>/dev/null; wait $ctld 2>/dev/null"
-slurmd -D -f "$SLURM_CONF" >"$T/slurmd.out" 2>&1 &
+slurmd -D -f "$SLURM_CONF" >"$T/slurmd.out" 2>&1 9>&- &
 sd=$!
 on_exit "kill $sd 2>/dev/null; wait $sd 2>/dev/null"
 logs() { tail -n 30 "$T"/slurmctld.log "$T"/slurmd.log "$T"/*.out 2>/dev/null; }
@@ -134,6 +149,20 @@ $(logs)"
 pass "after the job, the pool is back to $base"
 [[ -z $(ls -A "$REAL/run/hugepool/jobs") ]] || fail "job registry not emptied: $(ls "$REAL/run/hugepool/jobs")"
 pass "job registry emptied by the epilog"
+if [[ -n $audit ]]; then
+  sleep 0.3
+  grep -Eq '^<85>.* hugepool-spank\[[0-9]+\]: uid=65534 user=nobody source=slurm job=[0-9]+ action=grant size=2048kB node=any request=12 before=[0-9]+ after=[0-9]+ granted=12 outcome=ok$' "$audit" ||
+    fail "no audit line for the prolog's grant: $(cat "$audit")"
+  pass "audit: the prolog's grant"
+  grep -Eq '^<85>.* hugepool-reserve\[[0-9]+\]: uid=65534 user=nobody source=helper job=0 action=grant size=2048kB node=any request=20 .* granted=8 outcome=ok$' "$audit" ||
+    fail "no audit line for the helper inside the job: $(cat "$audit")"
+  pass "audit: the helper inside the job"
+  grep -Eq '^<85>.* hugepool-spank\[[0-9]+\]: uid=65534 user=nobody source=slurm job=[0-9]+ action=release size=2048kB node=any request=20 .* released=20 outcome=ok$' "$audit" ||
+    fail "no audit line for the epilog's release: $(cat "$audit")"
+  pass "audit: the epilog's release"
+else
+  echo "note: /dev/log belongs to a system logger; audit lines not checked here"
+fi
 
 # Over the site limit: the step fails with the reason, the node stays up.
 as_job --hugepages=1000 echo TASK-RAN
