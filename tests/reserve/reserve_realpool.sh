@@ -38,6 +38,25 @@ as_nobody 100
 expect_rc 1 "max_pages enforced on the real pool"
 expect_eq "$(real_nr)" $((base + granted)) "pool unchanged by the refusal"
 
+# 16 concurrent ranks on the real pool: the largest request wins, once.
+as_nobody --release
+expect_eq "$RC/$(real_nr)" "0/$base" "release before the concurrent ranks"
+pids=()
+for i in $(seq 1 16); do
+  setpriv --reuid=65534 --regid=65534 --clear-groups "$HELPER" $((i * 2)) >/dev/null 2>&1 &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || fail "a concurrent rank failed"; done
+expect_eq "$(real_nr)" $((base + 32)) "16 concurrent ranks: the real pool grew by 32"
+
+# The production-path binary under a hostile loader environment: nothing loaded.
+marker=$INST/marker
+rm -f "$marker"
+setpriv --reuid=65534 --regid=65534 --clear-groups env LD_PRELOAD="$INST/tools/libmarker_preload.so" \
+  LD_AUDIT="$INST/tools/libmarker_preload.so" HUGEPOOL_TEST_MARKER="$marker" "$HELPER" --status >/dev/null
+[[ ! -e $marker ]] || fail "LD_PRELOAD/LD_AUDIT library ran in the installed helper"
+pass "installed helper ignores LD_PRELOAD and LD_AUDIT"
+
 # Take all but one spare page into use: the release must be refused.
 hold=$(($(spare) - 1))
 coproc HOLD { exec "$RESERVE_TOOLS/hugetlb_hold" "$hold"; }

@@ -36,7 +36,7 @@ if [[ ! -e /dev/log ]]; then
 fi
 mkdir -p "$T/state" "$T/spool"
 host=$(hostname -s)
-port_free() { ! ss -Htln "sport = :$1" | grep -q .; }
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; } # nothing listening
 for _ in $(seq 50); do
   port=$((20000 + RANDOM % 20000))
   port_free "$port" && port_free $((port + 1)) && break
