@@ -496,7 +496,7 @@ int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen) 
                     "outcome=refused reason=\"only %llu free unreserved pages\"",
                     g->size_kb, node, g->pages, st.nr, st.nr, pool_spare(&st));
       w = snprintf(msg + used, msglen - used,
-                   "refused: %llu pages of %u kB on node %s are in use or reserved (only %llu spare); kept\n",
+                   "kept %llu pages of %u kB on node %s: pages are in use or reserved (only %llu spare)\n",
                    g->pages, g->size_kb, node, pool_spare(&st));
       if (w > 0 && (size_t)w < msglen - used) used += (size_t)w;
       rc = RESERVE_FAIL;
