@@ -129,18 +129,22 @@ int main(int argc, char *argv[]) {
   if (reserve_load_config(&conf, msg, sizeof msg) != 0) {
     say(2, "refused: ", msg);
     reserve_audit(&who, "action=%s outcome=refused reason=\"bad config\"",
-                  rq.action == ACT_GRANT ? "grant" : rq.action == ACT_STATUS ? "status" : "release");
+                  rq.action == ACT_GRANT    ? "grant"
+                  : rq.action == ACT_STATUS ? "status"
+                                            : "release");
     return RESERVE_FAIL;
   }
   if (reserve_authorize(&conf, &who, msg, sizeof msg) != 0) {
     say(2, "refused: ", msg);
     reserve_audit(&who, "action=%s outcome=refused reason=\"%s\"",
-                  rq.action == ACT_GRANT ? "grant" : rq.action == ACT_STATUS ? "status" : "release", msg);
+                  rq.action == ACT_GRANT    ? "grant"
+                  : rq.action == ACT_STATUS ? "status"
+                                            : "release",
+                  msg);
     return RESERVE_FAIL;
   }
   switch (rq.action) {
-    case ACT_STATUS:
-      return reserve_status(&who, 1);
+    case ACT_STATUS: return reserve_status(&who, 1);
     case ACT_RELEASE:
       rc = reserve_release(&who, msg, sizeof msg);
       say(rc == RESERVE_OK ? 1 : 2, rc == RESERVE_OK ? "" : "failed: ", msg);
@@ -149,7 +153,6 @@ int main(int argc, char *argv[]) {
       rc = reserve_grant(&conf, &who, &rq, msg, sizeof msg);
       say(rc == RESERVE_OK ? 1 : 2, rc == RESERVE_OK ? "" : "failed: ", msg);
       return rc;
-    default:
-      return RESERVE_USAGE;
+    default: return RESERVE_USAGE;
   }
 }

@@ -127,8 +127,8 @@ static int valid_group_name(const char *s) {
   for (i = 0; s[i] != '\0'; i++) {
     char ch = s[i];
     if (i >= 63) return 0;
-    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-          ch == '-' || ch == '.'))
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' ||
+          ch == '.'))
       return 0;
   }
   return 1;
@@ -170,8 +170,7 @@ int reserve_parse_config(const char *text, size_t len, struct reserve_config *c,
     *sp = '\0';
     val = sp + 1;
     while (*val == ' ') val++;
-    if (strchr(val, ' ') != NULL || strchr(val, '\t') != NULL || strchr(key, '\t') != NULL ||
-        *val == '\0') {
+    if (strchr(val, ' ') != NULL || strchr(val, '\t') != NULL || strchr(key, '\t') != NULL || *val == '\0') {
       snprintf(err, errlen, "line %d: expected 'key value'", lineno);
       return -1;
     }

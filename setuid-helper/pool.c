@@ -97,8 +97,7 @@ static int pool_path(char *buf, size_t cap, int node, unsigned size_kb, const ch
   if (node < 0)
     n = snprintf(buf, cap, SYS_ROOT "/sys/kernel/mm/hugepages/hugepages-%ukB/%s", size_kb, what);
   else
-    n = snprintf(buf, cap, SYS_ROOT "/sys/devices/system/node/node%d/hugepages/hugepages-%ukB/%s", node, size_kb,
-                 what);
+    n = snprintf(buf, cap, SYS_ROOT "/sys/devices/system/node/node%d/hugepages/hugepages-%ukB/%s", node, size_kb, what);
   return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
@@ -201,8 +200,7 @@ int reserve_load_config(struct reserve_config *c, char *err, size_t errlen) {
   slash = strrchr(dir, '/');
   if (slash != NULL && slash != dir) *slash = '\0';
   if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || !owned_by_root_not_writable(&st)) {
-    snprintf(err, errlen, "config directory %s must be a root-owned directory not writable by group or others",
-             dir);
+    snprintf(err, errlen, "config directory %s must be a root-owned directory not writable by group or others", dir);
     return -1;
   }
   fd = open(RESERVE_CONF_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -311,7 +309,7 @@ static int state_open(struct state *s, int exclusive, char *err, size_t errlen) 
   char buf[RESERVE_GRANTS_MAX + 2];
   size_t len;
   int waited = 0;
-  struct timespec ts = {0, 20 * 1000 * 1000};
+  struct timespec ts = {0, 20L * 1000 * 1000};
   s->grants_fd = -1;
   s->lock_fd = open(RESERVE_STATE_DIR "/lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
   if (s->lock_fd < 0) {
@@ -384,18 +382,18 @@ int reserve_grant(const struct reserve_config *c, const struct reserve_caller *w
   char node[16], err[256];
   size_t i;
   node_name(node, sizeof node, rq->node);
-#define REFUSE(...)                                                                                            \
-  do {                                                                                                         \
-    snprintf(msg, msglen, __VA_ARGS__);                                                                        \
+#define REFUSE(...)                                                                                           \
+  do {                                                                                                        \
+    snprintf(msg, msglen, __VA_ARGS__);                                                                       \
     reserve_audit(who, "action=grant size=%ukB node=%s request=%llu granted=0 outcome=refused reason=\"%s\"", \
-                  rq->size_kb, node, rq->pages, msg);                                                          \
-    state_close(&s);                                                                                           \
-    return RESERVE_FAIL;                                                                                       \
+                  rq->size_kb, node, rq->pages, msg);                                                         \
+    state_close(&s);                                                                                          \
+    return RESERVE_FAIL;                                                                                      \
   } while (0)
   if (state_open(&s, 1, err, sizeof err) != 0) {
     snprintf(msg, msglen, "%s", err);
-    reserve_audit(who, "action=grant size=%ukB node=%s request=%llu granted=0 outcome=error reason=\"%s\"",
-                  rq->size_kb, node, rq->pages, msg);
+    reserve_audit(who, "action=grant size=%ukB node=%s request=%llu granted=0 outcome=error reason=\"%s\"", rq->size_kb,
+                  node, rq->pages, msg);
     return RESERVE_FAIL;
   }
   if (pool_read(rq->node, rq->size_kb, &st) != 0) REFUSE("no %u kB pool on node %s", rq->size_kb, node);
@@ -403,7 +401,8 @@ int reserve_grant(const struct reserve_config *c, const struct reserve_caller *w
   cur = g != NULL ? g->pages : 0;
   if (rq->pages <= cur) {
     snprintf(msg, msglen, "you already hold %llu pages of %u kB on node %s", cur, rq->size_kb, node);
-    reserve_audit(who, "action=grant size=%ukB node=%s request=%llu before=%llu after=%llu granted=%llu outcome=unchanged",
+    reserve_audit(who,
+                  "action=grant size=%ukB node=%s request=%llu before=%llu after=%llu granted=%llu outcome=unchanged",
                   rq->size_kb, node, rq->pages, st.nr, st.nr, cur);
     state_close(&s);
     return RESERVE_OK;
@@ -429,8 +428,8 @@ int reserve_grant(const struct reserve_config *c, const struct reserve_caller *w
   if (got < target) {
     int restored = pool_write_nr(rq->node, rq->size_kb, st.nr) == 0 &&
                    pool_file_read(rq->node, rq->size_kb, "nr_hugepages", &back) == 0 && back == st.nr;
-    snprintf(msg, msglen, "the kernel allocated only %llu of %llu pages; pool %s to %llu", got > st.nr ? got - st.nr : 0,
-             delta, restored ? "restored" : "COULD NOT BE RESTORED", st.nr);
+    snprintf(msg, msglen, "the kernel allocated only %llu of %llu pages; pool %s to %llu",
+             got > st.nr ? got - st.nr : 0, delta, restored ? "restored" : "COULD NOT BE RESTORED", st.nr);
     reserve_audit(who,
                   "action=grant size=%ukB node=%s request=%llu before=%llu after=%llu granted=0 outcome=shortfall "
                   "restored=%s",
@@ -453,8 +452,8 @@ int reserve_grant(const struct reserve_config *c, const struct reserve_caller *w
     pool_write_nr(rq->node, rq->size_kb, st.nr);
     REFUSE("cannot record the grant (%s); pool restored", strerror(errno));
   }
-  snprintf(msg, msglen, "granted: you hold %llu pages of %u kB on node %s (pool %llu -> %llu)", rq->pages,
-           rq->size_kb, node, st.nr, got);
+  snprintf(msg, msglen, "granted: you hold %llu pages of %u kB on node %s (pool %llu -> %llu)", rq->pages, rq->size_kb,
+           node, st.nr, got);
   reserve_audit(who, "action=grant size=%ukB node=%s request=%llu before=%llu after=%llu granted=%llu outcome=ok",
                 rq->size_kb, node, rq->pages, st.nr, got, delta);
   state_close(&s);
@@ -496,8 +495,8 @@ int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen) 
                     "outcome=refused reason=\"only %llu free unreserved pages\"",
                     g->size_kb, node, g->pages, st.nr, st.nr, pool_spare(&st));
       w = snprintf(msg + used, msglen - used,
-                   "kept %llu pages of %u kB on node %s: pages are in use or reserved (only %llu spare)\n",
-                   g->pages, g->size_kb, node, pool_spare(&st));
+                   "kept %llu pages of %u kB on node %s: pages are in use or reserved (only %llu spare)\n", g->pages,
+                   g->size_kb, node, pool_spare(&st));
       if (w > 0 && (size_t)w < msglen - used) used += (size_t)w;
       rc = RESERVE_FAIL;
       continue;
@@ -508,10 +507,11 @@ int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen) 
     {
       unsigned long long released = st.nr > got ? st.nr - got : 0;
       if (released > g->pages) released = g->pages;
-      reserve_audit(who, "action=release size=%ukB node=%s request=%llu before=%llu after=%llu released=%llu outcome=%s",
+      reserve_audit(who,
+                    "action=release size=%ukB node=%s request=%llu before=%llu after=%llu released=%llu outcome=%s",
                     g->size_kb, node, g->pages, st.nr, got, released, released == g->pages ? "ok" : "partial");
-      w = snprintf(msg + used, msglen - used, "released %llu pages of %u kB on node %s (pool %llu -> %llu)\n",
-                   released, g->size_kb, node, st.nr, got);
+      w = snprintf(msg + used, msglen - used, "released %llu pages of %u kB on node %s (pool %llu -> %llu)\n", released,
+                   g->size_kb, node, st.nr, got);
       if (w > 0 && (size_t)w < msglen - used) used += (size_t)w;
       if (released != g->pages) rc = RESERVE_FAIL;
       g->pages -= released;
@@ -542,7 +542,8 @@ static void status_size(int fd, unsigned size_kb) {
   if (d == NULL) return;
   while ((e = readdir(d)) != NULL) {
     unsigned long long node;
-    if (strncmp(e->d_name, "node", 4) != 0 || reserve_parse_count(e->d_name + 4, RESERVE_MAX_NODE, &node) != 0) continue;
+    if (strncmp(e->d_name, "node", 4) != 0 || reserve_parse_count(e->d_name + 4, RESERVE_MAX_NODE, &node) != 0)
+      continue;
     if (pool_read((int)node, size_kb, &st) != 0) continue;
     dprintf(fd, "  node %llu: total %llu free %llu surplus %llu\n", node, st.nr, st.free, st.surplus);
   }

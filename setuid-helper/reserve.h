@@ -19,10 +19,10 @@ extern "C" {
 #define RESERVE_MAX_NODE 1023
 #define RESERVE_MAX_GRANTS 512
 #define RESERVE_MAX_GROUPS 256
-#define RESERVE_CONF_MAX 4096   /* bytes */
+#define RESERVE_CONF_MAX 4096    /* bytes */
 #define RESERVE_GRANTS_MAX 32768 /* bytes */
-#define RESERVE_PAGE_2M 2048U     /* kB */
-#define RESERVE_PAGE_1G 1048576U  /* kB */
+#define RESERVE_PAGE_2M 2048U    /* kB */
+#define RESERVE_PAGE_1G 1048576U /* kB */
 
 /* ---- parse.c ---- */
 
@@ -78,7 +78,7 @@ struct reserve_caller {
   gid_t gid;
   gid_t groups[RESERVE_MAX_GROUPS];
   int ngroups;
-  unsigned long job; /* Slurm job id when called from the plugin, else 0 */
+  unsigned long job;  /* Slurm job id when called from the plugin, else 0 */
   const char *source; /* "helper" or "slurm" */
 };
 
@@ -88,10 +88,9 @@ enum { RESERVE_OK = 0, RESERVE_FAIL = 1, RESERVE_USAGE = 2 };
 /* Loads and checks the root-owned config file (owner, mode, type). */
 int reserve_load_config(struct reserve_config *c, char *err, size_t errlen);
 /* Is the caller in the configured group (or root), owner of a job if required? */
-int reserve_authorize(const struct reserve_config *c, const struct reserve_caller *who, char *err,
-                      size_t errlen);
-int reserve_grant(const struct reserve_config *c, const struct reserve_caller *who,
-                  const struct reserve_request *rq, char *msg, size_t msglen);
+int reserve_authorize(const struct reserve_config *c, const struct reserve_caller *who, char *err, size_t errlen);
+int reserve_grant(const struct reserve_config *c, const struct reserve_caller *who, const struct reserve_request *rq,
+                  char *msg, size_t msglen);
 int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen);
 int reserve_status(const struct reserve_caller *who, int fd);
 /* Slurm job registry (root only): who owns which job on this node. */
@@ -99,8 +98,7 @@ int reserve_job_register(unsigned long job, uid_t uid);
 int reserve_job_unregister(unsigned long job);
 int reserve_user_has_job(uid_t uid, unsigned long except_job);
 /* Audit to syslog(LOG_AUTHPRIV). */
-void reserve_audit(const struct reserve_caller *who, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void reserve_audit(const struct reserve_caller *who, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #ifdef __cplusplus
 }

@@ -18,13 +18,12 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <slurm/spank.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <syslog.h>
 #include <unistd.h>
-
-#include <slurm/spank.h>
 
 #include "reserve.h"
 
@@ -46,14 +45,13 @@ static int check_pages(int val, const char *optarg, int remote) {
 }
 
 static struct spank_option hugepages_opt = {
-    "hugepages", "N", "Reserve N 2 MB hugetlb pages on each node of the job; released when it ends.", 1, 0,
-    check_pages};
+    "hugepages", "N", "Reserve N 2 MB hugetlb pages on each node of the job; released when it ends.",
+    1,           0,   check_pages};
 
 int slurm_spank_init(spank_t sp, int ac, char **av) {
   (void)ac;
   (void)av;
-  if (spank_option_register(sp, &hugepages_opt) != ESPANK_SUCCESS && spank_context() != S_CTX_SLURMD)
-    return -1;
+  if (spank_option_register(sp, &hugepages_opt) != ESPANK_SUCCESS && spank_context() != S_CTX_SLURMD) return -1;
   return 0;
 }
 
@@ -104,7 +102,8 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
     slurm_error("hugepool: cannot identify the job");
     return 0;
   }
-  if (reserve_job_register(job, who.uid) != 0) slurm_error("hugepool: cannot register job %u: %s", (unsigned)job, strerror(errno));
+  if (reserve_job_register(job, who.uid) != 0)
+    slurm_error("hugepool: cannot register job %u: %s", (unsigned)job, strerror(errno));
   if (spank_option_getopt(sp, &hugepages_opt, &val) != ESPANK_SUCCESS) return 0;
   memset(&rq, 0, sizeof rq);
   rq.action = ACT_GRANT;

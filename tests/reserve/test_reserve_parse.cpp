@@ -1,6 +1,5 @@
 // The helper's parsers: every value a user or an admin can hand it.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <string>
 #include <vector>
@@ -60,13 +59,27 @@ TEST_CASE("arguments: PAGES with --node and --size, or exactly one mode") {
 
 TEST_CASE("arguments: everything else is refused") {
   reserve_request rq;
-  const std::vector<std::vector<std::string>> bad = {
-      {},          {"0"},           {"-5"},          {"10000001"},     {"1", "2"},       {"1", "--node"},
-      {"1", "--node", "1024"},      {"1", "--node", "-1"},             {"1", "--node", "01"},
-      {"1", "--size"},              {"1", "--size", "4M"},             {"1", "--size", "2m"},
-      {"1", "--size", "2M", "--size", "2M"},                           {"1", "--node", "0", "--node", "0"},
-      {"--status", "1"},            {"--status", "--release"},         {"--release", "--node", "0"},
-      {"--nodes", "1"},             {"--size=2M", "1"},                {"-h"},            {"--test-env"}};
+  const std::vector<std::vector<std::string>> bad = {{},
+                                                     {"0"},
+                                                     {"-5"},
+                                                     {"10000001"},
+                                                     {"1", "2"},
+                                                     {"1", "--node"},
+                                                     {"1", "--node", "1024"},
+                                                     {"1", "--node", "-1"},
+                                                     {"1", "--node", "01"},
+                                                     {"1", "--size"},
+                                                     {"1", "--size", "4M"},
+                                                     {"1", "--size", "2m"},
+                                                     {"1", "--size", "2M", "--size", "2M"},
+                                                     {"1", "--node", "0", "--node", "0"},
+                                                     {"--status", "1"},
+                                                     {"--status", "--release"},
+                                                     {"--release", "--node", "0"},
+                                                     {"--nodes", "1"},
+                                                     {"--size=2M", "1"},
+                                                     {"-h"},
+                                                     {"--test-env"}};
   for (auto &b : bad) {
     INFO("args: " << b.size());
     CHECK(args(b, rq) == -1);
@@ -96,7 +109,8 @@ TEST_CASE("config: bad values, unknown and repeated keys are refused") {
     CHECK(conf(std::string(kGood) + extra, c) == -1);
   for (const char *frac : {"0", "0.0", "1.5", "2", ".5", "0.", "0.1234", "-0.5", "0,5", "1.001"})
     CHECK(conf(std::string("max_pages 1\nmin_free_mb 0\ngroup g\nmax_fraction ") + frac + "\n", c) == -1);
-  for (const char *grp : {"-x", "a b", "a/b", "a;b", "0123456789012345678901234567890123456789012345678901234567890123"})
+  for (const char *grp :
+       {"-x", "a b", "a/b", "a;b", "0123456789012345678901234567890123456789012345678901234567890123"})
     CHECK(conf(std::string("max_pages 1\nmin_free_mb 0\nmax_fraction 1\ngroup ") + grp + "\n", c) == -1);
   CHECK(conf(std::string(kGood) + std::string(300, 'x') + "\n", c) == -1);
   CHECK(conf(std::string("max_pages 1\0\nmax_fraction 1\nmin_free_mb 0\ngroup g\n", 47), c) == -1);
