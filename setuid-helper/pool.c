@@ -402,7 +402,8 @@ int reserve_grant(const struct reserve_config *c, const struct reserve_caller *w
   if (rq->pages <= cur) {
     snprintf(msg, msglen, "you already hold %llu pages of %u kB on node %s", cur, rq->size_kb, node);
     reserve_audit(who,
-                  "action=grant size=%ukB node=%s request=%llu before=%llu after=%llu granted=%llu outcome=unchanged",
+                  "action=grant size=%ukB node=%s request=%llu before=%llu after=%llu granted=0 holds=%llu "
+                  "outcome=unchanged",
                   rq->size_kb, node, rq->pages, st.nr, st.nr, cur);
     state_close(&s);
     return RESERVE_OK;
@@ -463,68 +464,97 @@ int reserve_grant(const struct reserve_config *c, const struct reserve_caller *w
 
 /* ---- release ---- */
 
+static void append(char *msg, size_t msglen, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void append(char *msg, size_t msglen, size_t *used, const char *fmt, ...) {
+  va_list ap;
+  int w;
+  if (*used >= msglen) return;
+  va_start(ap, fmt);
+  w = vsnprintf(msg + *used, msglen - *used, fmt, ap);
+  va_end(ap);
+  if (w > 0) *used = (size_t)w < msglen - *used ? *used + (size_t)w : msglen;
+}
+
+/* The table is written before the pool shrinks: if the table cannot be
+ * written (say the caller set RLIMIT_FSIZE to 0), nothing changes.  The other
+ * order could leave the user charged for pages already given back, and a
+ * second release would then take other users' pages. */
 int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen) {
   struct state s;
+  struct pool_state st[RESERVE_MAX_GRANTS];
+  unsigned long long plan[RESERVE_MAX_GRANTS];
   char err[256], node[16];
   size_t i, used = 0;
-  int rc = RESERVE_OK, any = 0;
+  int rc = RESERVE_OK, any = 0, planned = 0, short_release = 0;
   msg[0] = '\0';
   if (state_open(&s, 1, err, sizeof err) != 0) {
     snprintf(msg, msglen, "%s", err);
     reserve_audit(who, "action=release outcome=error reason=\"%s\"", msg);
     return RESERVE_FAIL;
   }
-  for (i = 0; i < s.gs.n; i++) {
+  for (i = 0; i < s.gs.n; i++) { /* decide, change nothing */
     struct reserve_grant_entry *g = &s.gs.g[i];
-    struct pool_state st;
-    unsigned long long got;
-    int w;
+    plan[i] = 0;
     if (g->uid != who->uid || g->pages == 0) continue;
     any = 1;
     node_name(node, sizeof node, g->node);
-    if (pool_read(g->node, g->size_kb, &st) != 0) {
+    if (pool_read(g->node, g->size_kb, &st[i]) != 0) {
       reserve_audit(who, "action=release size=%ukB node=%s request=%llu outcome=error reason=\"pool unreadable\"",
                     g->size_kb, node, g->pages);
+      append(msg, msglen, &used, "kept %llu pages of %u kB on node %s: pool unreadable\n", g->pages, g->size_kb, node);
       rc = RESERVE_FAIL;
-      continue;
-    }
-    if (pool_spare(&st) < g->pages || st.nr < g->pages) {
+    } else if (pool_spare(&st[i]) < g->pages || st[i].nr < g->pages) {
       /* Never shrink below what is in use or reserved. */
       reserve_audit(who,
                     "action=release size=%ukB node=%s request=%llu before=%llu after=%llu released=0 "
                     "outcome=refused reason=\"only %llu free unreserved pages\"",
-                    g->size_kb, node, g->pages, st.nr, st.nr, pool_spare(&st));
-      w = snprintf(msg + used, msglen - used,
-                   "kept %llu pages of %u kB on node %s: pages are in use or reserved (only %llu spare)\n", g->pages,
-                   g->size_kb, node, pool_spare(&st));
-      if (w > 0 && (size_t)w < msglen - used) used += (size_t)w;
+                    g->size_kb, node, g->pages, st[i].nr, st[i].nr, pool_spare(&st[i]));
+      append(msg, msglen, &used, "kept %llu pages of %u kB on node %s: pages are in use or reserved (only %llu spare)\n",
+             g->pages, g->size_kb, node, pool_spare(&st[i]));
       rc = RESERVE_FAIL;
-      continue;
-    }
-    if (pool_write_nr(g->node, g->size_kb, st.nr - g->pages) != 0 ||
-        pool_file_read(g->node, g->size_kb, "nr_hugepages", &got) != 0)
-      got = st.nr;
-    {
-      unsigned long long released = st.nr > got ? st.nr - got : 0;
-      if (released > g->pages) released = g->pages;
-      reserve_audit(who,
-                    "action=release size=%ukB node=%s request=%llu before=%llu after=%llu released=%llu outcome=%s",
-                    g->size_kb, node, g->pages, st.nr, got, released, released == g->pages ? "ok" : "partial");
-      w = snprintf(msg + used, msglen - used, "released %llu pages of %u kB on node %s (pool %llu -> %llu)\n", released,
-                   g->size_kb, node, st.nr, got);
-      if (w > 0 && (size_t)w < msglen - used) used += (size_t)w;
-      if (released != g->pages) rc = RESERVE_FAIL;
-      g->pages -= released;
+    } else {
+      plan[i] = g->pages;
+      g->pages = 0;
+      planned = 1;
     }
   }
   if (!any) {
     snprintf(msg, msglen, "you hold no pages\n");
     reserve_audit(who, "action=release released=0 outcome=unchanged");
   }
-  if (any && state_write(&s) != 0) {
-    snprintf(msg + used, msglen - used, "cannot record the release: %s\n", strerror(errno));
-    rc = RESERVE_FAIL;
+  if (planned && state_write(&s) != 0) {
+    append(msg, msglen, &used, "nothing released: cannot record the release: %s\n", strerror(errno));
+    reserve_audit(who, "action=release released=0 outcome=error reason=\"cannot write the grant table\"");
+    state_close(&s);
+    return RESERVE_FAIL;
   }
+  for (i = 0; i < s.gs.n; i++) { /* now shrink */
+    struct reserve_grant_entry *g = &s.gs.g[i];
+    unsigned long long got, released;
+    if (plan[i] == 0) continue;
+    node_name(node, sizeof node, g->node);
+    /* Read again: a node's pool and the global one are the same pages, so
+     * an earlier shrink in this loop changed both. */
+    if (pool_read(g->node, g->size_kb, &st[i]) != 0 || pool_spare(&st[i]) < plan[i] || st[i].nr < plan[i]) {
+      got = st[i].nr;
+    } else if (pool_write_nr(g->node, g->size_kb, st[i].nr - plan[i]) != 0 ||
+               pool_file_read(g->node, g->size_kb, "nr_hugepages", &got) != 0) {
+      got = st[i].nr;
+    }
+    released = st[i].nr > got ? st[i].nr - got : 0;
+    if (released > plan[i]) released = plan[i];
+    reserve_audit(who, "action=release size=%ukB node=%s request=%llu before=%llu after=%llu released=%llu outcome=%s",
+                  g->size_kb, node, plan[i], st[i].nr, got, released, released == plan[i] ? "ok" : "partial");
+    append(msg, msglen, &used, "released %llu pages of %u kB on node %s (pool %llu -> %llu)\n", released, g->size_kb,
+           node, st[i].nr, got);
+    if (released != plan[i]) {
+      g->pages = plan[i] - released; /* still the user's */
+      short_release = 1;
+      rc = RESERVE_FAIL;
+    }
+  }
+  if (short_release && state_write(&s) != 0)
+    append(msg, msglen, &used, "cannot record the pages still held: %s\n", strerror(errno));
   state_close(&s);
   return rc;
 }
@@ -550,6 +580,8 @@ static void status_size(int fd, unsigned size_kb) {
   closedir(d);
 }
 
+/* Printed after the lock is dropped: a caller that stops reading its
+ * output must not hold up everybody else. */
 int reserve_status(const struct reserve_caller *who, int fd) {
   struct state s;
   char err[256], node[16];
@@ -561,6 +593,7 @@ int reserve_status(const struct reserve_caller *who, int fd) {
     dprintf(fd, "grants: %s\n", err);
     return RESERVE_FAIL;
   }
+  state_close(&s); /* s.gs is our copy */
   dprintf(fd, "your grants (uid %lu):\n", (unsigned long)who->uid);
   for (i = 0; i < s.gs.n; i++) {
     const struct reserve_grant_entry *g = &s.gs.g[i];
@@ -570,6 +603,5 @@ int reserve_status(const struct reserve_caller *who, int fd) {
     any = 1;
   }
   if (!any) dprintf(fd, "  none\n");
-  state_close(&s);
   return RESERVE_OK;
 }

@@ -57,6 +57,28 @@ setpriv --reuid=65534 --regid=65534 --clear-groups env LD_PRELOAD="$INST/tools/l
 [[ ! -e $marker ]] || fail "LD_PRELOAD/LD_AUDIT library ran in the installed helper"
 pass "installed helper ignores LD_PRELOAD and LD_AUDIT"
 
+# A caller's RLIMIT_FSIZE = 0 makes the grant table unwritable (sysfs is not
+# affected): the pool must come back and the accounting stay right.
+as_nobody --release
+expect_eq "$RC/$(real_nr)" "0/$base" "release before the RLIMIT_FSIZE case"
+as_nobody 10
+expect_eq "$RC/$(real_nr)" "0/$((base + 10))" "grant 10"
+fsize() { setpriv --reuid=65534 --regid=65534 --clear-groups bash -c 'ulimit -f 0; exec "$@"' _ "$HELPER" "$@" 2>&1; }
+set +e
+OUT=$(fsize 20)
+RC=$?
+set -e
+expect_eq "$RC/$(real_nr)" "1/$((base + 10))" "RLIMIT_FSIZE=0: grant fails, pool restored"
+grep -q 'cannot record the grant' <<<"$OUT" || fail "RLIMIT_FSIZE grant message: $OUT"
+set +e
+OUT=$(fsize --release)
+RC=$?
+set -e
+expect_eq "$RC/$(real_nr)" "1/$((base + 10))" "RLIMIT_FSIZE=0: release fails before touching the pool"
+as_nobody --status
+grep -q '10 pages of 2048 kB on node any' <<<"$OUT" || fail "accounting after RLIMIT_FSIZE: $OUT"
+pass "the user still holds exactly 10"
+
 # Take all but one spare page into use: the release must be refused.
 hold=$(($(spare) - 1))
 coproc HOLD { exec "$RESERVE_TOOLS/hugetlb_hold" "$hold"; }
