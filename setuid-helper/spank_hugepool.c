@@ -115,10 +115,11 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
     record_failure(job, msg);
     return 0;
   }
-  if (reserve_load_config(&conf, msg, sizeof msg) != 0 || reserve_authorize(&conf, &who, msg, sizeof msg) != 0 ||
-      reserve_grant(&conf, &who, &rq, msg, sizeof msg) != RESERVE_OK) {
-    reserve_audit(&who, "action=grant request=%llu outcome=refused reason=\"%s\"", rq.pages, msg);
+  if (reserve_load_config(&conf, msg, sizeof msg) != 0 || reserve_authorize(&conf, &who, msg, sizeof msg) != 0) {
+    reserve_audit(&who, "action=grant request=%llu granted=0 outcome=refused reason=\"%s\"", rq.pages, msg);
     record_failure(job, msg);
+  } else if (reserve_grant(&conf, &who, &rq, msg, sizeof msg) != RESERVE_OK) {
+    record_failure(job, msg); /* reserve_grant has logged it */
   }
   return 0;
 }

@@ -170,6 +170,11 @@ as_job --hugepages=1000 echo TASK-RAN
 ! grep -q TASK-RAN <<<"$OUT" || fail "a job over max_pages ran: $OUT"
 grep -q 'could not be granted: limit max_pages' <<<"$OUT" || fail "no reason shown to the user: $OUT"
 pass "a job over max_pages fails with the reason"
+if [[ -n $audit ]]; then
+  sleep 0.3
+  expect_eq "$(grep -Ec 'source=slurm job=[0-9]+ action=grant size=2048kB node=any request=1000 granted=0 outcome=refused reason="limit max_pages' "$audit")" 1 \
+    "audit: the refused job logged once, with the reason"
+fi
 expect_eq "$(real_nr)" "$base" "pool untouched by the refused job"
 for _ in $(seq 20); do
   state=$(sinfo -h -o %T)
