@@ -86,7 +86,7 @@ int main(int argc, char *argv[]) {
   struct reserve_caller who;
   sigset_t all;
   const char *perr;
-  char msg[2048];
+  char msg[2048], what[128];
   int rc, ng;
 
   /* With argc == 0, argv[1] would be the first environment string. */
@@ -102,9 +102,15 @@ int main(int argc, char *argv[]) {
   if (chdir("/") != 0) return RESERVE_FAIL;
   openlog("hugepool-reserve", LOG_PID, LOG_AUTHPRIV);
 
+  memset(&who, 0, sizeof who);
+  who.uid = getuid();
+  who.gid = getgid();
+  who.source = "helper";
   if (reserve_parse_args(argc, argv, &rq, &perr) != 0) {
     say(2, "", perr);
     dprintf(2, "%s", usage);
+    /* The arguments themselves are not logged: they are the caller's text. */
+    reserve_audit(&who, "action=usage outcome=refused reason=\"%s\"", perr);
     return RESERVE_USAGE;
   }
   if (rq.action == ACT_HELP) {
@@ -115,10 +121,6 @@ int main(int argc, char *argv[]) {
   if (rq.action == ACT_TEST_ENV) return test_env();
 #endif
 
-  memset(&who, 0, sizeof who);
-  who.uid = getuid();
-  who.gid = getgid();
-  who.source = "helper";
   ng = getgroups(RESERVE_MAX_GROUPS, who.groups);
   if (ng < 0) {
     say(2, "", "too many supplementary groups");
@@ -126,21 +128,15 @@ int main(int argc, char *argv[]) {
   }
   who.ngroups = ng;
 
-  if (reserve_load_config(&conf, msg, sizeof msg) != 0) {
+  if (rq.action == ACT_GRANT && rq.node < 0)
+    snprintf(what, sizeof what, "action=grant size=%ukB node=any request=%llu granted=0", rq.size_kb, rq.pages);
+  else if (rq.action == ACT_GRANT)
+    snprintf(what, sizeof what, "action=grant size=%ukB node=%d request=%llu granted=0", rq.size_kb, rq.node, rq.pages);
+  else
+    snprintf(what, sizeof what, "action=%s", rq.action == ACT_STATUS ? "status" : "release");
+  if (reserve_load_config(&conf, msg, sizeof msg) != 0 || reserve_authorize(&conf, &who, msg, sizeof msg) != 0) {
     say(2, "refused: ", msg);
-    reserve_audit(&who, "action=%s outcome=refused reason=\"bad config\"",
-                  rq.action == ACT_GRANT    ? "grant"
-                  : rq.action == ACT_STATUS ? "status"
-                                            : "release");
-    return RESERVE_FAIL;
-  }
-  if (reserve_authorize(&conf, &who, msg, sizeof msg) != 0) {
-    say(2, "refused: ", msg);
-    reserve_audit(&who, "action=%s outcome=refused reason=\"%s\"",
-                  rq.action == ACT_GRANT    ? "grant"
-                  : rq.action == ACT_STATUS ? "status"
-                                            : "release",
-                  msg);
+    reserve_audit(&who, "%s outcome=refused reason=\"%s\"", what, msg);
     return RESERVE_FAIL;
   }
   switch (rq.action) {

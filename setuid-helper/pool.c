@@ -509,8 +509,9 @@ int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen) 
                     "action=release size=%ukB node=%s request=%llu before=%llu after=%llu released=0 "
                     "outcome=refused reason=\"only %llu free unreserved pages\"",
                     g->size_kb, node, g->pages, st[i].nr, st[i].nr, pool_spare(&st[i]));
-      append(msg, msglen, &used, "kept %llu pages of %u kB on node %s: pages are in use or reserved (only %llu spare)\n",
-             g->pages, g->size_kb, node, pool_spare(&st[i]));
+      append(msg, msglen, &used,
+             "kept %llu pages of %u kB on node %s: pages are in use or reserved (only %llu spare)\n", g->pages,
+             g->size_kb, node, pool_spare(&st[i]));
       rc = RESERVE_FAIL;
     } else {
       plan[i] = g->pages;

@@ -32,6 +32,8 @@ expect_rc 0 "release"
 chmod 0666 "$FAKE/etc/hugepool/reserve.conf"
 as_nobody 1
 expect_rc 1 "bad config"
+as_nobody 01
+expect_rc 2 "usage error"
 sleep 0.3 # datagrams are in the socket buffer; let the listener drain it
 
 expect_line() {
@@ -49,5 +51,6 @@ expect_line "${pre}action=grant size=2048kB node=any request=30 before=12 after=
 expect_line "^<85>.* uid=4242 user=\? source=helper job=0 action=grant size=2048kB node=1 request=3 before=0 after=3 granted=3 outcome=ok$" \
   "another user on node 1"
 expect_line "${pre}action=release size=2048kB node=any request=12 before=12 after=0 released=12 outcome=ok$" "release"
-expect_line "${pre}action=grant outcome=refused reason=\"bad config\"$" "bad config"
-expect_eq "$(grep -c 'hugepool-reserve' "$log")" 6 "one line per request"
+expect_line "${pre}action=grant size=2048kB node=any request=1 granted=0 outcome=refused reason=\"config .* must be a regular file owned by root and not writable by group or others\"$" "bad config"
+expect_line "${pre}action=usage outcome=refused reason=\"PAGES must be .*\"$" "usage error, without the caller's text"
+expect_eq "$(grep -c 'hugepool-reserve' "$log")" 7 "one line per request"
