@@ -1,0 +1,154 @@
+/* hugepool-reserve: let a user size the node's hugepage pool within site
+ * limits.  Installed setgid to a group that may write the pool's sysfs files
+ * (see README.md); it trusts nothing it inherits.
+ *
+ *   hugepool-reserve PAGES [--node N] [--size 2M|1G]
+ *   hugepool-reserve --status | --release | --help
+ */
+#define _GNU_SOURCE /* close_range */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "reserve.h"
+
+extern char **environ;
+
+static const char usage[] =
+    "usage: hugepool-reserve PAGES [--node N] [--size 2M|1G]\n"
+    "       hugepool-reserve --status | --release | --help\n"
+    "\n"
+    "PAGES   make sure you hold at least PAGES pages in the hugepage pool of this\n"
+    "        node (or of NUMA node N); repeating the call, e.g. once per MPI rank,\n"
+    "        does not add more.  Site limits apply (see --status and your admin).\n"
+    "--status   pool per node (total, free, reserved, surplus) and your grants\n"
+    "--release  give back every page you were granted\n";
+
+/* Descriptors 0-2 must be open, or a file we open later could become
+ * "stderr" and receive our messages; everything else inherited is closed. */
+static void sanitize_fds(void) {
+  int fd;
+  for (fd = 0; fd <= 2; fd++) {
+    if (fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
+      if (open("/dev/null", O_RDWR | O_NOCTTY) != fd) _exit(RESERVE_FAIL);
+    }
+  }
+  if (close_range(3, ~0U, 0) != 0) {
+    struct rlimit rl;
+    long max = 65536;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && (long)rl.rlim_max < max)
+      max = (long)rl.rlim_max;
+    for (fd = 3; fd < max; fd++) close(fd);
+  }
+}
+
+static void say(int fd, const char *prefix, const char *text) {
+  dprintf(fd, "hugepool-reserve: %s%s%s", prefix, text, text[0] != '\0' && text[strlen(text) - 1] == '\n' ? "" : "\n");
+}
+
+#ifdef HUGEPOOL_RESERVE_TEST_ROOT
+/* Test builds only: show what the helper itself sees after sanitizing. */
+static int test_env(void) {
+  char **e;
+  DIR *d;
+  struct dirent *ent;
+  int n = 0;
+  for (e = environ; e != NULL && *e != NULL; e++) {
+    dprintf(1, "env: %s\n", *e);
+    n++;
+  }
+  dprintf(1, "env-count: %d\n", n);
+  d = opendir("/proc/self/fd");
+  if (d == NULL) return RESERVE_FAIL;
+  dprintf(1, "fds:");
+  while ((ent = readdir(d)) != NULL) {
+    if (ent->d_name[0] == '.' || atoi(ent->d_name) == dirfd(d)) continue;
+    dprintf(1, " %s", ent->d_name);
+  }
+  dprintf(1, "\n");
+  closedir(d);
+  dprintf(1, "umask: %03o\n", (unsigned)umask(077));
+  return RESERVE_OK;
+}
+#endif
+
+int main(int argc, char *argv[]) {
+  struct reserve_request rq;
+  struct reserve_config conf;
+  struct reserve_caller who;
+  sigset_t all;
+  const char *perr;
+  char msg[2048], what[128];
+  int rc, ng;
+
+  /* With argc == 0, argv[1] would be the first environment string. */
+  /* (Linux >= 5.18 turns argc == 0 into argv[0] == "": refuse that too.) */
+  if (argc < 1 || argv == NULL || argv[0] == NULL || argv[0][0] == '\0') return RESERVE_USAGE;
+  sanitize_fds();
+  if (clearenv() != 0) environ = NULL;
+  /* Ignore keyboard and terminal signals: an update runs to its end.  (A
+   * caller can still SIGKILL or SIGSTOP us; see README.md, threat model.) */
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, NULL);
+  umask(077);
+  if (chdir("/") != 0) return RESERVE_FAIL;
+  openlog("hugepool-reserve", LOG_PID, LOG_AUTHPRIV);
+
+  memset(&who, 0, sizeof who);
+  who.uid = getuid();
+  who.gid = getgid();
+  who.source = "helper";
+  if (reserve_parse_args(argc, argv, &rq, &perr) != 0) {
+    say(2, "", perr);
+    dprintf(2, "%s", usage);
+    /* The arguments themselves are not logged: they are the caller's text. */
+    reserve_audit(&who, "action=usage outcome=refused reason=\"%s\"", perr);
+    return RESERVE_USAGE;
+  }
+  if (rq.action == ACT_HELP) {
+    dprintf(1, "%s", usage);
+    return RESERVE_OK;
+  }
+#ifdef HUGEPOOL_RESERVE_TEST_ROOT
+  if (rq.action == ACT_TEST_ENV) return test_env();
+#endif
+
+  ng = getgroups(RESERVE_MAX_GROUPS, who.groups);
+  if (ng < 0) {
+    say(2, "", "too many supplementary groups");
+    return RESERVE_FAIL;
+  }
+  who.ngroups = ng;
+
+  if (rq.action == ACT_GRANT && rq.node < 0)
+    snprintf(what, sizeof what, "action=grant size=%ukB node=any request=%llu granted=0", rq.size_kb, rq.pages);
+  else if (rq.action == ACT_GRANT)
+    snprintf(what, sizeof what, "action=grant size=%ukB node=%d request=%llu granted=0", rq.size_kb, rq.node, rq.pages);
+  else
+    snprintf(what, sizeof what, "action=%s", rq.action == ACT_STATUS ? "status" : "release");
+  if (reserve_load_config(&conf, msg, sizeof msg) != 0 || reserve_authorize(&conf, &who, msg, sizeof msg) != 0) {
+    say(2, "refused: ", msg);
+    reserve_audit(&who, "%s outcome=refused reason=\"%s\"", what, msg);
+    return RESERVE_FAIL;
+  }
+  switch (rq.action) {
+    case ACT_STATUS: return reserve_status(&who, 1);
+    case ACT_RELEASE:
+      rc = reserve_release(&who, msg, sizeof msg);
+      say(rc == RESERVE_OK ? 1 : 2, rc == RESERVE_OK ? "" : "failed: ", msg);
+      return rc;
+    case ACT_GRANT:
+      rc = reserve_grant(&conf, &who, &rq, msg, sizeof msg);
+      say(rc == RESERVE_OK ? 1 : 2, rc == RESERVE_OK ? "" : "failed: ", msg);
+      return rc;
+    default: return RESERVE_USAGE;
+  }
+}

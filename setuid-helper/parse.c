@@ -1,0 +1,279 @@
+#define _DEFAULT_SOURCE /* strtok_r */
+/* Pure parsers for hugepool-reserve: they read only their arguments. */
+#include <stdio.h>
+#include <string.h>
+
+#include "reserve.h"
+
+int reserve_parse_count(const char *s, unsigned long long max, unsigned long long *out) {
+  unsigned long long v = 0;
+  size_t i;
+  if (s == NULL || s[0] == '\0') return -1;
+  if (s[0] == '0' && s[1] != '\0') return -1; /* no leading zeros: "010" is not octal, not 10 */
+  for (i = 0; s[i] != '\0'; i++) {
+    if (s[i] < '0' || s[i] > '9') return -1;
+    if (i >= 20) return -1;
+    unsigned d = (unsigned)(s[i] - '0');
+    if (v > max / 10) return -1;
+    v *= 10;
+    if (d > max - v) return -1;
+    v += d;
+  }
+  *out = v;
+  return 0;
+}
+
+static int parse_size(const char *s, unsigned *kb) {
+  if (strcmp(s, "2M") == 0) {
+    *kb = RESERVE_PAGE_2M;
+    return 0;
+  }
+  if (strcmp(s, "1G") == 0) {
+    *kb = RESERVE_PAGE_1G;
+    return 0;
+  }
+  return -1;
+}
+
+int reserve_parse_args(int argc, char *const argv[], struct reserve_request *rq, const char **err) {
+  int have_pages = 0, have_node = 0, have_size = 0, have_mode = 0;
+  int i;
+  rq->action = ACT_GRANT;
+  rq->pages = 0;
+  rq->node = -1;
+  rq->size_kb = RESERVE_PAGE_2M;
+  *err = NULL;
+  for (i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    unsigned long long v;
+    if (a == NULL) break;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "--status") == 0 || strcmp(a, "--release") == 0
+#ifdef HUGEPOOL_RESERVE_TEST_ROOT
+        || strcmp(a, "--test-env") == 0
+#endif
+    ) {
+      if (have_mode) {
+        *err = "only one of --help, --status, --release may be given";
+        return -1;
+      }
+      have_mode = 1;
+      rq->action = a[2] == 'h' ? ACT_HELP : a[2] == 's' ? ACT_STATUS : a[2] == 'r' ? ACT_RELEASE : ACT_TEST_ENV;
+    } else if (strcmp(a, "--node") == 0) {
+      if (have_node || i + 1 >= argc || reserve_parse_count(argv[i + 1], RESERVE_MAX_NODE, &v) != 0) {
+        *err = "--node needs one node number (0-1023)";
+        return -1;
+      }
+      rq->node = (int)v;
+      have_node = 1;
+      i++;
+    } else if (strcmp(a, "--size") == 0) {
+      if (have_size || i + 1 >= argc || parse_size(argv[i + 1], &rq->size_kb) != 0) {
+        *err = "--size needs 2M or 1G";
+        return -1;
+      }
+      have_size = 1;
+      i++;
+    } else if (a[0] == '-') {
+      *err = "unknown option";
+      return -1;
+    } else {
+      if (have_pages || reserve_parse_count(a, RESERVE_MAX_PAGES, &v) != 0 || v == 0) {
+        *err = "PAGES must be one whole number from 1 to 10000000 (no sign, no leading zero)";
+        return -1;
+      }
+      rq->pages = v;
+      have_pages = 1;
+    }
+  }
+  if (have_mode) {
+    if (have_pages || have_node || have_size) {
+      *err = "--help, --status and --release take no other arguments";
+      return -1;
+    }
+    return 0;
+  }
+  if (!have_pages) {
+    *err = "missing PAGES";
+    return -1;
+  }
+  return 0;
+}
+
+/* Strict decimal fraction in (0, 1] with at most 3 decimals, as permille. */
+static int parse_fraction(const char *s, unsigned *permille) {
+  unsigned whole, frac = 0, scale = 100;
+  size_t i = 0;
+  if (s[0] != '0' && s[0] != '1') return -1;
+  whole = (unsigned)(s[0] - '0');
+  i = 1;
+  if (s[i] == '.') {
+    i++;
+    if (s[i] == '\0') return -1;
+    for (; s[i] != '\0'; i++) {
+      if (s[i] < '0' || s[i] > '9' || scale == 0) return -1;
+      frac += (unsigned)(s[i] - '0') * scale;
+      scale /= 10;
+    }
+  }
+  if (s[i] != '\0') return -1;
+  *permille = whole * 1000 + frac;
+  if (*permille == 0 || *permille > 1000) return -1;
+  return 0;
+}
+
+static int valid_group_name(const char *s) {
+  size_t i;
+  if (s[0] == '\0' || s[0] == '-') return 0;
+  for (i = 0; s[i] != '\0'; i++) {
+    char ch = s[i];
+    if (i >= 63) return 0;
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' ||
+          ch == '.'))
+      return 0;
+  }
+  return 1;
+}
+
+int reserve_parse_config(const char *text, size_t len, struct reserve_config *c, char *err, size_t errlen) {
+  enum { K_MAX_PAGES = 1, K_FRACTION = 2, K_MIN_FREE = 4, K_GROUP = 8, K_JOB = 16 };
+  unsigned seen = 0;
+  size_t pos = 0;
+  int lineno = 0;
+  memset(c, 0, sizeof *c);
+  if (len > RESERVE_CONF_MAX) {
+    snprintf(err, errlen, "config larger than %d bytes", RESERVE_CONF_MAX);
+    return -1;
+  }
+  while (pos < len) {
+    char line[256], *key, *val, *sp;
+    size_t n = 0;
+    unsigned bit;
+    lineno++;
+    while (pos < len && text[pos] != '\n') {
+      if (text[pos] == '\0' || n + 1 >= sizeof line) {
+        snprintf(err, errlen, "line %d: too long or contains NUL", lineno);
+        return -1;
+      }
+      line[n++] = text[pos++];
+    }
+    pos++; /* the newline */
+    line[n] = '\0';
+    while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t')) line[--n] = '\0';
+    key = line;
+    while (*key == ' ' || *key == '\t') key++;
+    if (*key == '\0' || *key == '#') continue;
+    sp = strchr(key, ' ');
+    if (sp == NULL) {
+      snprintf(err, errlen, "line %d: expected 'key value'", lineno);
+      return -1;
+    }
+    *sp = '\0';
+    val = sp + 1;
+    while (*val == ' ') val++;
+    if (strchr(val, ' ') != NULL || strchr(val, '\t') != NULL || strchr(key, '\t') != NULL || *val == '\0') {
+      snprintf(err, errlen, "line %d: expected 'key value'", lineno);
+      return -1;
+    }
+    if (strcmp(key, "max_pages") == 0) {
+      bit = K_MAX_PAGES;
+      if (reserve_parse_count(val, RESERVE_MAX_PAGES, &c->max_pages) != 0) goto bad_value;
+    } else if (strcmp(key, "max_fraction") == 0) {
+      bit = K_FRACTION;
+      if (parse_fraction(val, &c->max_permille) != 0) goto bad_value;
+    } else if (strcmp(key, "min_free_mb") == 0) {
+      bit = K_MIN_FREE;
+      if (reserve_parse_count(val, 1ULL << 40, &c->min_free_mb) != 0) goto bad_value;
+    } else if (strcmp(key, "group") == 0) {
+      bit = K_GROUP;
+      if (!valid_group_name(val)) goto bad_value;
+      memcpy(c->group, val, strlen(val) + 1);
+    } else if (strcmp(key, "require_job") == 0) {
+      bit = K_JOB;
+      if (strcmp(val, "yes") == 0)
+        c->require_job = 1;
+      else if (strcmp(val, "no") == 0)
+        c->require_job = 0;
+      else
+        goto bad_value;
+    } else {
+      snprintf(err, errlen, "line %d: unknown key '%.40s'", lineno, key);
+      return -1;
+    }
+    if (seen & bit) {
+      snprintf(err, errlen, "line %d: '%s' given twice", lineno, key);
+      return -1;
+    }
+    seen |= bit;
+    continue;
+  bad_value:
+    snprintf(err, errlen, "line %d: bad value for '%s'", lineno, key);
+    return -1;
+  }
+  if (!(seen & K_MAX_PAGES) || !(seen & K_FRACTION) || !(seen & K_MIN_FREE) || !(seen & K_GROUP)) {
+    snprintf(err, errlen, "max_pages, max_fraction, min_free_mb and group must all be set");
+    return -1;
+  }
+  return 0;
+}
+
+int reserve_parse_grants(const char *text, size_t len, struct reserve_grants *gs) {
+  size_t pos = 0;
+  gs->n = 0;
+  if (len == 0) return 0;
+  if (len > RESERVE_GRANTS_MAX) return -1;
+  while (pos < len) {
+    char line[96], *f[4], *save = NULL;
+    size_t n = 0;
+    int k;
+    unsigned long long uid, node = 0, size, pages;
+    while (pos < len && text[pos] != '\n') {
+      if (text[pos] == '\0' || n + 1 >= sizeof line) return -1;
+      line[n++] = text[pos++];
+    }
+    if (pos >= len) return -1; /* every line, "end" included, ends in a newline */
+    pos++;
+    line[n] = '\0';
+    if (line[0] == '#') continue;
+    if (strcmp(line, "end") == 0) return 0; /* anything after "end" is a torn rewrite's tail */
+    for (k = 0; k < 4; k++) {
+      f[k] = strtok_r(k == 0 ? line : NULL, " ", &save);
+      if (f[k] == NULL) return -1;
+    }
+    if (strtok_r(NULL, " ", &save) != NULL) return -1;
+    if (reserve_parse_count(f[0], 0xfffffffeULL, &uid) != 0) return -1;
+    if (strcmp(f[1], "any") != 0 && reserve_parse_count(f[1], RESERVE_MAX_NODE, &node) != 0) return -1;
+    if (reserve_parse_count(f[2], RESERVE_PAGE_1G, &size) != 0 || (size != RESERVE_PAGE_2M && size != RESERVE_PAGE_1G))
+      return -1;
+    if (reserve_parse_count(f[3], RESERVE_MAX_PAGES, &pages) != 0 || pages == 0) return -1;
+    if (gs->n >= RESERVE_MAX_GRANTS) return -1;
+    gs->g[gs->n].uid = (uid_t)uid;
+    gs->g[gs->n].node = strcmp(f[1], "any") == 0 ? -1 : (int)node;
+    gs->g[gs->n].size_kb = (unsigned)size;
+    gs->g[gs->n].pages = pages;
+    gs->n++;
+  }
+  return -1; /* no "end" */
+}
+
+size_t reserve_format_grants(const struct reserve_grants *gs, char *buf, size_t cap) {
+  size_t used = 0, i;
+  int w;
+  w = snprintf(buf, cap, "# hugepool-reserve grants: uid node size_kB pages\n");
+  if (w < 0 || (size_t)w >= cap) return 0;
+  used = (size_t)w;
+  for (i = 0; i < gs->n; i++) {
+    const struct reserve_grant_entry *g = &gs->g[i];
+    char node[16];
+    if (g->pages == 0) continue;
+    if (g->node < 0)
+      snprintf(node, sizeof node, "any");
+    else
+      snprintf(node, sizeof node, "%d", g->node);
+    w = snprintf(buf + used, cap - used, "%lu %s %u %llu\n", (unsigned long)g->uid, node, g->size_kb, g->pages);
+    if (w < 0 || (size_t)w >= cap - used) return 0;
+    used += (size_t)w;
+  }
+  w = snprintf(buf + used, cap - used, "end\n");
+  if (w < 0 || (size_t)w >= cap - used) return 0;
+  return used + (size_t)w;
+}

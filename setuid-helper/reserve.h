@@ -1,0 +1,107 @@
+/* hugepool-reserve: shared declarations.
+ *
+ * parse.c   pure parsers (numbers, arguments, config, grant table); no I/O,
+ *           so the fuzz target and the unit tests call them directly.
+ * pool.c    the privileged core: pool files, limits, lock, grants, audit.
+ *           Linked into the helper and into the Slurm SPANK plugin.
+ */
+#ifndef HUGEPOOL_RESERVE_H
+#define HUGEPOOL_RESERVE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RESERVE_MAX_PAGES 10000000ULL /* largest PAGES accepted on the command line */
+#define RESERVE_MAX_NODE 1023
+#define RESERVE_MAX_GRANTS 512
+#define RESERVE_MAX_GROUPS 256
+#define RESERVE_CONF_MAX 4096    /* bytes */
+#define RESERVE_GRANTS_MAX 32768 /* bytes */
+#define RESERVE_PAGE_2M 2048U    /* kB */
+#define RESERVE_PAGE_1G 1048576U /* kB */
+
+/* ---- parse.c ---- */
+
+/* Strict unsigned decimal: digits only, no sign, no space, no leading zero
+ * (except "0" itself), value <= max.  Returns 0 and sets *out, or -1. */
+int reserve_parse_count(const char *s, unsigned long long max, unsigned long long *out);
+
+enum reserve_action { ACT_GRANT, ACT_STATUS, ACT_RELEASE, ACT_HELP, ACT_TEST_ENV };
+
+struct reserve_request {
+  enum reserve_action action;
+  unsigned long long pages; /* ACT_GRANT: 1..RESERVE_MAX_PAGES */
+  int node;                 /* -1: any node (global pool file) */
+  unsigned size_kb;         /* RESERVE_PAGE_2M or RESERVE_PAGE_1G */
+};
+
+/* Returns 0, or -1 with *err set to a static message. */
+int reserve_parse_args(int argc, char *const argv[], struct reserve_request *rq, const char **err);
+
+struct reserve_config {
+  unsigned long long max_pages;   /* per user on this node, in 2 MB pages */
+  unsigned max_permille;          /* hugetlb memory <= this/1000 of MemTotal */
+  unsigned long long min_free_mb; /* MemAvailable that must remain */
+  char group[64];                 /* group allowed to use the helper */
+  int require_job;                /* caller must own a Slurm job on the node */
+};
+
+/* Parses the site config.  Returns 0, or -1 with a message in err. */
+int reserve_parse_config(const char *text, size_t len, struct reserve_config *c, char *err, size_t errlen);
+
+struct reserve_grant_entry {
+  uid_t uid;
+  int node; /* -1: any */
+  unsigned size_kb;
+  unsigned long long pages;
+};
+
+struct reserve_grants {
+  size_t n;
+  struct reserve_grant_entry g[RESERVE_MAX_GRANTS];
+};
+
+/* The grant table: "uid node|any size_kb pages" lines closed by "end".  An
+ * empty text is an empty table; anything else without "end" is corrupt. */
+int reserve_parse_grants(const char *text, size_t len, struct reserve_grants *gs);
+/* Returns the length written (without NUL), or 0 if cap is too small. */
+size_t reserve_format_grants(const struct reserve_grants *gs, char *buf, size_t cap);
+
+/* ---- pool.c ---- */
+
+struct reserve_caller {
+  uid_t uid;
+  gid_t gid;
+  gid_t groups[RESERVE_MAX_GROUPS];
+  int ngroups;
+  unsigned long job;  /* Slurm job id when called from the plugin, else 0 */
+  const char *source; /* "helper" or "slurm" */
+};
+
+/* Exit codes of the helper; the core functions return them too. */
+enum { RESERVE_OK = 0, RESERVE_FAIL = 1, RESERVE_USAGE = 2 };
+
+/* Loads and checks the root-owned config file (owner, mode, type). */
+int reserve_load_config(struct reserve_config *c, char *err, size_t errlen);
+/* Is the caller in the configured group (or root), owner of a job if required? */
+int reserve_authorize(const struct reserve_config *c, const struct reserve_caller *who, char *err, size_t errlen);
+int reserve_grant(const struct reserve_config *c, const struct reserve_caller *who, const struct reserve_request *rq,
+                  char *msg, size_t msglen);
+int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen);
+int reserve_status(const struct reserve_caller *who, int fd);
+/* Slurm job registry (root only): who owns which job on this node. */
+int reserve_job_register(unsigned long job, uid_t uid);
+int reserve_job_unregister(unsigned long job);
+int reserve_user_has_job(uid_t uid, unsigned long except_job);
+/* Audit to syslog(LOG_AUTHPRIV). */
+void reserve_audit(const struct reserve_caller *who, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,142 @@
+# Shared by the hugepool-reserve shell tests (sourced, not run).
+# Environment from ctest: RESERVE_BIN_DIR (built helpers), RESERVE_TOOLS (test
+# tools), RESERVE_TEST_DIR (compiled-in fake/real trees), RESERVE_SRC.
+set -euo pipefail
+: "${RESERVE_BIN_DIR:?}" "${RESERVE_TOOLS:?}" "${RESERVE_TEST_DIR:?}" "${RESERVE_SRC:?}"
+FAKE=$RESERVE_TEST_DIR/fake
+NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+HELPER=
+INST=
+_cleanups=()
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass() { echo "ok: $*"; }
+expect_eq() { [[ $1 == "$2" ]] || fail "$3: expected '$2', got '$1'"; pass "$3"; }
+on_exit() { _cleanups+=("$1"); }
+_run_cleanups() {
+  local i
+  for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do eval "${_cleanups[i]}" || true; done
+}
+trap _run_cleanups EXIT
+
+# A tmp dir every user can traverse, on a filesystem that honours setgid.
+make_inst_dir() {
+  INST=$(mktemp -d /var/tmp/hugepool-reserve-test.XXXXXX)
+  chmod 0755 "$INST"
+  on_exit "rm -rf '$INST'"
+  # Tools an unprivileged user runs or might load: copies they can reach.
+  mkdir -p "$INST/tools"
+  cp "$RESERVE_TOOLS/execve_argc0" "$RESERVE_TOOLS/libmarker_preload.so" "$INST/tools/"
+  chmod -R a+rX "$INST/tools"
+  if findmnt -n -o OPTIONS -T "$INST" | tr ',' '\n' | grep -qx nosuid; then
+    fail "/var/tmp is mounted nosuid: cannot test a setgid install"
+  fi
+}
+
+# --- the fake tree: /sys, /proc/meminfo, /etc, /var, /run below $FAKE ---
+fake_pool() { echo "$FAKE/sys/kernel/mm/hugepages/hugepages-${2:-2048}kB/$1"; }
+fake_node() { echo "$FAKE/sys/devices/system/node/node$1/hugepages/hugepages-${3:-2048}kB/$2"; }
+fake_meminfo() { # total_kb avail_kb hugetlb_kb
+  printf 'MemTotal:       %s kB\nMemFree:        %s kB\nMemAvailable:   %s kB\nHugePages_Total:       0\nHugetlb:        %s kB\n' \
+    "$1" "$2" "$2" "$3" >"$FAKE/proc/meminfo"
+}
+write_conf() { rm -f "$FAKE/etc/hugepool/reserve.conf"; cat >"$FAKE/etc/hugepool/reserve.conf"; chmod 0644 "$FAKE/etc/hugepool/reserve.conf"; }
+default_conf() {
+  write_conf <<CONF
+max_pages 1000
+max_fraction 0.5
+min_free_mb 1024
+group nogroup
+CONF
+}
+
+fake_setup() {
+  rm -rf "$FAKE"
+  mkdir -p "$FAKE/proc" "$FAKE/etc/hugepool"
+  on_exit "rm -rf '$FAKE'; rmdir '$RESERVE_TEST_DIR' 2>/dev/null"
+  chmod 0755 "$RESERVE_TEST_DIR" "$FAKE"
+  local kb n
+  for kb in 2048 1048576; do
+    mkdir -p "$FAKE/sys/kernel/mm/hugepages/hugepages-${kb}kB"
+    for f in nr free resv surplus; do echo 0 >"$(fake_pool ${f}_hugepages $kb)"; done
+    for n in 0 1; do
+      mkdir -p "$FAKE/sys/devices/system/node/node$n/hugepages/hugepages-${kb}kB"
+      for f in nr free surplus; do echo 0 >"$(fake_node $n ${f}_hugepages $kb)"; done
+    done
+  done
+  fake_meminfo 16777216 12582912 0
+  default_conf
+  make_inst_dir
+  bash "$RESERVE_SRC/install.sh" --bin "$RESERVE_BIN_DIR/hugepool-reserve-fake" --prefix "$INST" \
+    --conf "$FAKE/etc/hugepool/reserve.conf" --state-dir "$FAKE/var/lib/hugepool" \
+    --jobs-dir "$FAKE/run/hugepool/jobs" --sysfs-root "$FAKE" --tmpfiles-dir "$INST/tmpfiles" >/dev/null
+  # The fake "kernel" inside the test build updates free_hugepages too.
+  chgrp hugepool "$FAKE"/sys/kernel/mm/hugepages/*/free_hugepages "$FAKE"/sys/devices/system/node/*/hugepages/*/free_hugepages
+  chmod 0664 "$FAKE"/sys/kernel/mm/hugepages/*/free_hugepages "$FAKE"/sys/devices/system/node/*/hugepages/*/free_hugepages
+  HELPER=$INST/bin/hugepool-reserve
+  [[ $(stat -c '%a %U %G' "$HELPER") == "2711 root hugepool" ]] || fail "install mode: $(stat -c '%a %U %G' "$HELPER")"
+}
+
+set_pool() { # nr free [resv]: a fresh pool and an empty grant table
+  : >"$FAKE/var/lib/hugepool/grants"
+  echo "$1" >"$(fake_pool nr_hugepages)"
+  echo "$2" >"$(fake_pool free_hugepages)"
+  echo "${3:-0}" >"$(fake_pool resv_hugepages)"
+}
+nr() { cat "$(fake_pool nr_hugepages)"; }
+
+# Run the installed helper as nobody; sets OUT, ERR, RC.
+as_user() { # uid helper-args...
+  local uid=$1
+  shift
+  set +e
+  OUT=$(setpriv --reuid="$uid" --regid=65534 --clear-groups "$HELPER" "$@" 2>"$INST/err")
+  RC=$?
+  set -e
+  ERR=$(cat "$INST/err")
+}
+as_nobody() { as_user 65534 "$@"; }
+expect_rc() { [[ $RC == "$1" ]] || fail "$2: exit $RC, expected $1 (stdout: $OUT; stderr: $ERR)"; pass "$2"; }
+expect_err() { grep -q -- "$1" <<<"$ERR" || fail "$2: stderr lacks '$1': $ERR"; pass "$2"; }
+
+# --- the real pool (hugepool-reserve-realpool: real sysfs, config/state in the build dir) ---
+sys=/sys/kernel/mm/hugepages/hugepages-2048kB
+node0=/sys/devices/system/node/node0/hugepages/hugepages-2048kB
+real_nr() { cat "$sys/nr_hugepages"; }
+meminfo() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
+spare() { echo $(($(cat "$sys/free_hugepages") - $(cat "$sys/resv_hugepages"))); }
+# Takes the machine-wide pool lock, remembers the pool and the sysfs modes,
+# restores both on exit, installs the helper with the config read from stdin.
+real_pool_setup() {
+  exec 9>/tmp/hugepool-pool.lock
+  flock -w 300 9 || fail "pool lock busy for 300 s"
+  base=$(real_nr)
+  base_node0=$(cat "$node0/nr_hugepages" 2>/dev/null || echo none)
+  mapfile -t _files < <(ls /sys/kernel/mm/hugepages/hugepages-*/nr_hugepages \
+    /sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages 2>/dev/null)
+  _modes=()
+  local f
+  for f in "${_files[@]}"; do _modes+=("$(stat -c '%a %u %g' "$f")"); done
+  on_exit _real_pool_restore
+  REAL=$RESERVE_TEST_DIR/real
+  rm -rf "$REAL"
+  mkdir -p "$REAL/etc/hugepool"
+  on_exit "rm -rf '$REAL'; rmdir '$RESERVE_TEST_DIR' 2>/dev/null"
+  chmod 0755 "$RESERVE_TEST_DIR" "$REAL"
+  cat >"$REAL/etc/hugepool/reserve.conf"
+  make_inst_dir
+  bash "$RESERVE_SRC/install.sh" --bin "$RESERVE_BIN_DIR/hugepool-reserve-realpool" --prefix "$INST" \
+    --conf "$REAL/etc/hugepool/reserve.conf" --state-dir "$REAL/var/lib/hugepool" \
+    --jobs-dir "$REAL/run/hugepool/jobs" --sysfs-root / --tmpfiles-dir "$INST/tmpfiles" >/dev/null
+  HELPER=$INST/bin/hugepool-reserve
+}
+_real_pool_restore() {
+  local i m
+  for i in "${!_files[@]}"; do
+    read -ra m <<<"${_modes[i]}"
+    chown "${m[1]}:${m[2]}" "${_files[i]}"
+    chmod "${m[0]}" "${_files[i]}"
+  done
+  [[ $base_node0 == none ]] || echo "$base_node0" >"$node0/nr_hugepages"
+  echo "$base" >"$sys/nr_hugepages"
+}

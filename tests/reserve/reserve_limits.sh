@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Site limits, the config file's checks, grants per user, release, status,
+# shrink-below-in-use and a partial grant -- the installed helper as nobody.
+source "$(dirname "$0")/lib.sh"
+fake_setup
+conf=$FAKE/etc/hugepool/reserve.conf
+
+# --- grants are per user, repeated calls do not add up ---
+set_pool 10 10
+as_nobody 100
+expect_rc 0 "grant 100"
+expect_eq "$(nr)" 110 "pool grew by 100"
+as_nobody 60
+expect_rc 0 "a smaller request keeps the grant"
+expect_eq "$(nr)" 110 "pool unchanged by a smaller request"
+as_nobody 150
+expect_eq "$RC/$(nr)" "0/160" "a larger request adds the difference"
+as_user 4242 30 --node 1
+expect_eq "$RC/$(cat "$(fake_node 1 nr_hugepages)")" "0/30" "second user, NUMA node 1"
+as_user 4242 1 --size 1G
+expect_eq "$RC/$(cat "$(fake_pool nr_hugepages 1048576)")" "0/1" "second user, 1 GB pages"
+as_nobody --status
+expect_rc 0 "status"
+grep -q 'your grants (uid 65534)' <<<"$OUT" && grep -q '150 pages of 2048 kB on node any' <<<"$OUT" ||
+  fail "status lacks nobody's grant: $OUT"
+grep -q 'node 1: total 30' <<<"$OUT" || fail "status lacks node 1: $OUT"
+grep -q '2048 kB pages, all nodes: total 160 free 160 reserved 0 surplus 0' <<<"$OUT" || fail "status totals: $OUT"
+! grep -q 'pages of 1048576 kB' <<<"$OUT" || fail "status shows another user's grant: $OUT"
+pass "status shows the pool per node and only the caller's grants"
+as_nobody --release
+expect_rc 0 "release"
+expect_eq "$(nr)" 10 "release gave back exactly nobody's 150"
+expect_eq "$(cat "$(fake_node 1 nr_hugepages)")/$(cat "$(fake_pool nr_hugepages 1048576)")" "30/1" \
+  "other user's grants untouched"
+as_user 4242 --status
+grep -q '30 pages of 2048 kB on node 1' <<<"$OUT" && grep -q '1 pages of 1048576 kB on node any' <<<"$OUT" ||
+  fail "second user's status: $OUT"
+as_user 4242 --release
+expect_eq "$RC/$(cat "$(fake_node 1 nr_hugepages)")/$(cat "$(fake_pool nr_hugepages 1048576)")" "0/0/0" \
+  "second user's release"
+as_nobody --release
+expect_eq "$RC" 0 "release with nothing held"
+grep -q 'you hold no pages' <<<"$OUT" || fail "release message: $OUT"
+
+# --- max_pages (per user, 1 GB page = 512 two-MB pages) ---
+set_pool 0 0
+as_nobody 1000
+expect_eq "$RC/$(nr)" "0/1000" "max_pages: exactly at the limit"
+as_nobody 1001
+expect_rc 1 "max_pages: one over is refused"
+expect_err "limit max_pages" "max_pages message"
+expect_eq "$(nr)" 1000 "max_pages: pool unchanged"
+as_nobody 1 --size 1G
+expect_rc 1 "max_pages: a 1 GB page counts as 512"
+
+# --- max_fraction of MemTotal (16 GiB fake; 0.5 = 8 GiB = 4096 pages) ---
+write_conf <<CONF
+max_pages 100000
+max_fraction 0.25
+min_free_mb 0
+group nogroup
+CONF
+set_pool 0 0
+fake_meminfo 16777216 16777216 1048576 # 1 GiB hugetlb already
+as_nobody 1537                           # 1 GiB + 3074 MiB > 4 GiB
+expect_rc 1 "max_fraction: over is refused"
+expect_err "limit max_fraction" "max_fraction message"
+as_nobody 1536
+expect_eq "$RC/$(nr)" "0/1536" "max_fraction: exactly at the limit"
+
+# --- min_free_mb ---
+write_conf <<CONF
+max_pages 100000
+max_fraction 1
+min_free_mb 1000
+group nogroup
+CONF
+set_pool 0 0
+fake_meminfo 16777216 1024000 0 # 1000 MB available + 0
+as_nobody 1
+expect_rc 1 "min_free_mb: nothing may come out of the last 1000 MB"
+expect_err "limit min_free_mb" "min_free_mb message"
+fake_meminfo 16777216 1026048 0 # 1002 MB available
+as_nobody 1
+expect_eq "$RC/$(nr)" "0/1" "min_free_mb: 2 MB above it is allowed"
+as_nobody 3 # 2 more pages (the fake MemAvailable stays at 1002 MB)
+expect_rc 1 "min_free_mb: two pages more are refused"
+fake_meminfo 16777216 12582912 0
+
+# --- group ---
+write_conf <<CONF
+max_pages 100
+max_fraction 0.5
+min_free_mb 0
+group users
+CONF
+set_pool 0 0
+as_nobody 1
+expect_rc 1 "group: a non-member is refused"
+expect_err "not in group 'users'" "group message"
+set +e
+OUT=$(setpriv --reuid=65534 --regid=65534 --groups=100 "$HELPER" 3 2>&1)
+RC=$?
+set -e
+expect_eq "$RC/$(nr)" "0/3" "group: a supplementary member is allowed"
+sed -i 's/^group users/group no-such-group/' "$conf"
+as_nobody 4
+expect_err "does not exist" "group: a missing group is refused"
+
+# --- require_job ---
+write_conf <<CONF
+max_pages 100
+max_fraction 0.5
+min_free_mb 0
+group nogroup
+require_job yes
+CONF
+set_pool 0 0
+jobs=$FAKE/run/hugepool/jobs
+rm -f "$jobs"/*
+as_nobody 1
+expect_rc 1 "require_job: no job, refused"
+expect_err "no Slurm job" "require_job message"
+echo 4242 >"$jobs/17"
+as_nobody 1
+expect_rc 1 "require_job: another user's job does not count"
+echo 65534 >"$jobs/18"
+chown 65534 "$jobs/18"
+as_nobody 1
+expect_rc 1 "require_job: a registry entry not written by root does not count"
+chown 0 "$jobs/18"
+as_nobody 1
+expect_eq "$RC/$(nr)" "0/1" "require_job: the user's job on the node"
+rm -f "$jobs"/*
+default_conf
+
+# --- the config file itself ---
+set_pool 0 0
+bad_conf() { # description, then the setup already done
+  as_nobody 1
+  [[ $RC == 1 && $(nr) == 0 ]] || fail "$1: exit $RC, pool $(nr)"
+  grep -q "config" <<<"$ERR" || fail "$1: unclear message: $ERR"
+  pass "$1 refused: $ERR"
+  default_conf
+  chown root:root "$conf"
+}
+chown 65534 "$conf"; bad_conf "config owned by a user"
+chmod 0666 "$conf"; bad_conf "world-writable config"
+chmod 0664 "$conf"; bad_conf "group-writable config"
+chgrp nogroup "$conf"; chmod 0620 "$conf"; bad_conf "group-writable config (other group)"
+mv "$conf" "$conf.real"; ln -s "$conf.real" "$conf"; bad_conf "symlinked config"
+rm -f "$conf" "$conf.real"; bad_conf "missing config"
+rm -f "$conf"; mkfifo "$conf"; bad_conf "config that is a FIFO"
+rm -f "$conf"
+chmod 0777 "$FAKE/etc/hugepool"; default_conf; as_nobody 1
+expect_rc 1 "config in a world-writable directory refused"
+chmod 0755 "$FAKE/etc/hugepool"
+printf 'max_pages 10\nmax_pages 20\nmax_fraction 0.5\nmin_free_mb 0\ngroup nogroup\n' >"$conf"; bad_conf "config with a repeated key"
+printf 'max_pages 10\nmax_fraction 0.5\nmin_free_mb 0\n' >"$conf"; bad_conf "config without a group"
+printf 'max_pages -10\nmax_fraction 0.5\nmin_free_mb 0\ngroup nogroup\n' >"$conf"; bad_conf "config with a bad number"
+head -c 5000 /dev/zero | tr '\0' '#' >"$conf"; bad_conf "oversized config"
+
+# --- never shrink below pages in use or reserved ---
+set_pool 0 0
+as_nobody 50
+expect_eq "$RC/$(nr)" "0/50" "grant before the shrink test"
+echo 30 >"$(fake_pool free_hugepages)" # 20 pages now in use by somebody
+as_nobody --release
+expect_rc 1 "release that would take pages in use is refused"
+expect_err "in use or reserved" "shrink message"
+expect_eq "$(nr)" 50 "pool not shrunk"
+echo 50 >"$(fake_pool free_hugepages)"
+echo 10 >"$(fake_pool resv_hugepages)" # 10 free pages promised to a mapping
+as_nobody --release
+expect_eq "$RC/$(nr)" "1/50" "reserved pages count as in use"
+echo 0 >"$(fake_pool resv_hugepages)"
+as_nobody --release
+expect_eq "$RC/$(nr)" "0/0" "release once the pages are free again"
+
+# --- the kernel allocates fewer pages than asked: restore, grant nothing ---
+set_pool 20 20
+echo 70 >"$(fake_pool capacity)"
+as_nobody 100
+expect_rc 1 "partial grant fails"
+expect_err "allocated only 50 of 100 pages; pool restored to 20" "partial grant message"
+expect_eq "$(nr)" 20 "pool restored after a partial grant"
+as_nobody --status
+grep -q '^  none' <<<"$OUT" || fail "a failed grant was recorded: $OUT"
+pass "a failed grant is not recorded"
+as_nobody 50
+expect_eq "$RC/$(nr)" "0/70" "a grant that fits the capacity"
+rm -f "$(fake_pool capacity)"
+
+# --- a damaged grant table stops everything (fail closed) ---
+printf '65534 any 2048 50\n' >"$FAKE/var/lib/hugepool/grants"
+as_nobody 60
+expect_rc 1 "corrupt grant table refused"
+expect_err "corrupt" "corrupt table message"
+expect_eq "$(nr)" 70 "pool unchanged with a corrupt table"

@@ -1,0 +1,146 @@
+// The helper's parsers: every value a user or an admin can hand it.
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "reserve.h"
+
+namespace {
+int args(std::vector<std::string> words, reserve_request &rq) {
+  std::vector<char *> argv;
+  static std::string name = "hugepool-reserve";
+  argv.push_back(&name[0]);
+  for (auto &w : words) argv.push_back(&w[0]);
+  argv.push_back(nullptr);
+  const char *err = nullptr;
+  int rc = reserve_parse_args(static_cast<int>(argv.size() - 1), argv.data(), &rq, &err);
+  if (rc != 0) REQUIRE(err != nullptr);
+  return rc;
+}
+int conf(const std::string &text, reserve_config &c) {
+  char err[160];
+  return reserve_parse_config(text.data(), text.size(), &c, err, sizeof err);
+}
+const char *kGood = "max_pages 100\nmax_fraction 0.5\nmin_free_mb 1024\ngroup users\n";
+}  // namespace
+
+TEST_CASE("counts accept only plain decimal numbers in range") {
+  unsigned long long v = 0;
+  CHECK(reserve_parse_count("0", 10, &v) == 0);
+  CHECK(v == 0);
+  CHECK(reserve_parse_count("10", 10, &v) == 0);
+  CHECK(v == 10);
+  CHECK(reserve_parse_count("18446744073709551615", ~0ULL, &v) == 0);
+  for (const char *bad : {"", "11", "-1", "+1", "01", "00", " 1", "1 ", "1\n", "0x1", "1e1", "1.0", "٣", "9a",
+                          "18446744073709551616", "99999999999999999999999"})
+    CHECK(reserve_parse_count(bad, bad[0] == '1' && bad[1] == '8' ? ~0ULL : 10, &v) == -1);
+  CHECK(reserve_parse_count("7", 5, &v) == -1);
+}
+
+TEST_CASE("arguments: PAGES with --node and --size, or exactly one mode") {
+  reserve_request rq;
+  REQUIRE(args({"2000"}, rq) == 0);
+  CHECK(rq.action == ACT_GRANT);
+  CHECK(rq.pages == 2000);
+  CHECK(rq.node == -1);
+  CHECK(rq.size_kb == RESERVE_PAGE_2M);
+  REQUIRE(args({"--size", "1G", "3", "--node", "1"}, rq) == 0);
+  CHECK(rq.size_kb == RESERVE_PAGE_1G);
+  CHECK(rq.node == 1);
+  CHECK(rq.pages == 3);
+  REQUIRE(args({"--status"}, rq) == 0);
+  CHECK(rq.action == ACT_STATUS);
+  REQUIRE(args({"--release"}, rq) == 0);
+  CHECK(rq.action == ACT_RELEASE);
+  REQUIRE(args({"--help"}, rq) == 0);
+  CHECK(rq.action == ACT_HELP);
+}
+
+TEST_CASE("arguments: everything else is refused") {
+  reserve_request rq;
+  const std::vector<std::vector<std::string>> bad = {{},
+                                                     {"0"},
+                                                     {"-5"},
+                                                     {"10000001"},
+                                                     {"1", "2"},
+                                                     {"1", "--node"},
+                                                     {"1", "--node", "1024"},
+                                                     {"1", "--node", "-1"},
+                                                     {"1", "--node", "01"},
+                                                     {"1", "--size"},
+                                                     {"1", "--size", "4M"},
+                                                     {"1", "--size", "2m"},
+                                                     {"1", "--size", "2M", "--size", "2M"},
+                                                     {"1", "--node", "0", "--node", "0"},
+                                                     {"--status", "1"},
+                                                     {"--status", "--release"},
+                                                     {"--release", "--node", "0"},
+                                                     {"--nodes", "1"},
+                                                     {"--size=2M", "1"},
+                                                     {"-h"},
+                                                     {"--test-env"}};
+  for (auto &b : bad) {
+    INFO("args: " << b.size());
+    CHECK(args(b, rq) == -1);
+  }
+}
+
+TEST_CASE("config: all four limits are required, require_job is optional") {
+  reserve_config c;
+  REQUIRE(conf(kGood, c) == 0);
+  CHECK(c.max_pages == 100);
+  CHECK(c.max_permille == 500);
+  CHECK(c.min_free_mb == 1024);
+  CHECK(std::string(c.group) == "users");
+  CHECK(c.require_job == 0);
+  REQUIRE(conf(std::string(kGood) + "# comment\n\n  require_job yes  \n", c) == 0);
+  CHECK(c.require_job == 1);
+  REQUIRE(conf("max_pages 1\nmax_fraction 1\nmin_free_mb 0\ngroup g", c) == 0);
+  CHECK(c.max_permille == 1000);
+  REQUIRE(conf("max_pages 1\nmax_fraction 0.125\nmin_free_mb 0\ngroup g", c) == 0);
+  CHECK(c.max_permille == 125);
+  CHECK(conf("max_pages 1\nmax_fraction 0.5\nmin_free_mb 0\n", c) == -1);
+}
+
+TEST_CASE("config: bad values, unknown and repeated keys are refused") {
+  reserve_config c;
+  for (const char *extra : {"max_pages 5\n", "bogus 1\n", "require_job maybe\n", "require_job\n", "x y z\n"})
+    CHECK(conf(std::string(kGood) + extra, c) == -1);
+  for (const char *frac : {"0", "0.0", "1.5", "2", ".5", "0.", "0.1234", "-0.5", "0,5", "1.001"})
+    CHECK(conf(std::string("max_pages 1\nmin_free_mb 0\ngroup g\nmax_fraction ") + frac + "\n", c) == -1);
+  for (const char *grp :
+       {"-x", "a b", "a/b", "a;b", "0123456789012345678901234567890123456789012345678901234567890123"})
+    CHECK(conf(std::string("max_pages 1\nmin_free_mb 0\nmax_fraction 1\ngroup ") + grp + "\n", c) == -1);
+  CHECK(conf(std::string(kGood) + std::string(300, 'x') + "\n", c) == -1);
+  CHECK(conf(std::string("max_pages 1\0\nmax_fraction 1\nmin_free_mb 0\ngroup g\n", 47), c) == -1);
+  CHECK(conf(std::string(5000, '#'), c) == -1);
+}
+
+TEST_CASE("grant table round-trips and rejects damage") {
+  reserve_grants gs;
+  static char buf[RESERVE_GRANTS_MAX];
+  gs.n = 2;
+  gs.g[0] = reserve_grant_entry{65534, -1, RESERVE_PAGE_2M, 100};
+  gs.g[1] = reserve_grant_entry{1000, 1, RESERVE_PAGE_1G, 2};
+  size_t len = reserve_format_grants(&gs, buf, sizeof buf);
+  REQUIRE(len > 0);
+  reserve_grants back;
+  REQUIRE(reserve_parse_grants(buf, len, &back) == 0);
+  REQUIRE(back.n == 2);
+  CHECK(back.g[0].uid == 65534);
+  CHECK(back.g[0].node == -1);
+  CHECK(back.g[1].node == 1);
+  CHECK(back.g[1].size_kb == RESERVE_PAGE_1G);
+  CHECK(back.g[1].pages == 2);
+  CHECK(reserve_parse_grants("", 0, &back) == 0);
+  CHECK(back.n == 0);
+  // A rewrite cut short leaves old lines after "end": ignored.
+  const std::string torn = "5 any 2048 3\nend\n7 any 2048 9\n";
+  REQUIRE(reserve_parse_grants(torn.data(), torn.size(), &back) == 0);
+  CHECK(back.n == 1);
+  for (const char *bad : {"5 any 2048 3\n", "5 any 4096 3\nend\n", "5 any 2048 0\nend\n", "-5 any 2048 3\nend\n",
+                          "5 1024 2048 3\nend\n", "5 any 2048 3 4\nend\n", "5 any 2048\nend\n", "end"})
+    CHECK(reserve_parse_grants(bad, std::strlen(bad), &back) == -1);
+  CHECK(reserve_format_grants(&gs, buf, 20) == 0);
+}
