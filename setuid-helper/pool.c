@@ -37,7 +37,9 @@
 #ifndef RESERVE_JOBS_DIR
 #define RESERVE_JOBS_DIR "/run/hugepool/jobs"
 #endif
-#define LOCK_WAIT_MS 30000 /* a stopped caller must not block the others forever */
+#ifndef RESERVE_LOCK_WAIT_MS
+#define RESERVE_LOCK_WAIT_MS 30000 /* a stopped caller must not block the others forever */
+#endif
 
 /* ---- small file primitives ---- */
 
@@ -318,8 +320,8 @@ static int state_open(struct state *s, int exclusive, char *err, size_t errlen) 
   }
   while (flock(s->lock_fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK && errno != EINTR) goto fail_errno;
-    if (waited >= LOCK_WAIT_MS) {
-      snprintf(err, errlen, "another reservation held the lock for %d s; try again", LOCK_WAIT_MS / 1000);
+    if (waited >= RESERVE_LOCK_WAIT_MS) {
+      snprintf(err, errlen, "another reservation held the lock for %d s; try again", RESERVE_LOCK_WAIT_MS / 1000);
       goto fail;
     }
     nanosleep(&ts, NULL);

@@ -8,9 +8,10 @@
  *   job prolog  (root, slurmd, at allocation with PrologFlags=Alloc):
  *               register job -> owner in the job registry (for require_job),
  *               then grant N pages to the job's user.
- *   user init   (slurmstepd, every step): if the grant failed, fail the step
- *               with the reason (a failing prolog would drain the node: a
- *               user must not be able to do that).
+ *   task init   (every task, as the user, before exec): if the grant
+ *               failed, the task exits with the reason.  Not the prolog, nor
+ *               user_init: a failure there drains the node (for batch jobs),
+ *               and a user must not be able to do that.
  *   job epilog  (root): unregister; when the user has no other job on the
  *               node, release everything the user holds.
  */
@@ -124,7 +125,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
   return 0;
 }
 
-int slurm_spank_user_init(spank_t sp, int ac, char **av) {
+int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   char path[256], why[1024];
   uint32_t job;
   ssize_t n;
@@ -138,6 +139,8 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   n = read(fd, why, sizeof why - 1);
   close(fd);
   why[n > 0 ? n : 0] = '\0';
+  /* In the task, on its stderr: the user sees it in the job's output. */
+  dprintf(2, "hugepool: --hugepages could not be granted: %s\n", why);
   slurm_error("hugepool: --hugepages could not be granted: %s", why);
   return -1;
 }

@@ -109,7 +109,7 @@ spare() { echo $(($(cat "$sys/free_hugepages") - $(cat "$sys/resv_hugepages")));
 # restores both on exit, installs the helper with the config read from stdin.
 real_pool_setup() {
   exec 9>/tmp/hugepool-pool.lock
-  flock -w 300 9 || fail "pool lock busy for 300 s"
+  flock -w 600 9 || fail "pool lock busy for 600 s (another test or benchmark holds /tmp/hugepool-pool.lock)"
   base=$(real_nr)
   base_node0=$(cat "$node0/nr_hugepages" 2>/dev/null || echo none)
   mapfile -t _files < <(ls /sys/kernel/mm/hugepages/hugepages-*/nr_hugepages \

@@ -197,3 +197,18 @@ as_nobody 60
 expect_rc 1 "corrupt grant table refused"
 expect_err "corrupt" "corrupt table message"
 expect_eq "$(nr)" 70 "pool unchanged with a corrupt table"
+
+# --- a caller stuck while holding the lock (SIGSTOP) delays others, bounded ---
+set_pool 0 0
+flock "$FAKE/var/lib/hugepool/lock" sleep 6 &
+holder=$!
+sleep 0.3
+start=$SECONDS
+as_nobody 5
+expect_rc 1 "lock held too long: refused"
+expect_err "held the lock" "lock timeout message"
+((SECONDS - start < 6)) || fail "gave up only after $((SECONDS - start)) s"
+expect_eq "$(nr)" 0 "pool unchanged after a lock timeout"
+wait "$holder"
+as_nobody 5
+expect_eq "$RC/$(nr)" "0/5" "works again once the lock is free"

@@ -183,6 +183,23 @@ for _ in $(seq 20); do
 done
 expect_eq "$state" idle "node not drained by a user's bad request"
 
+# The same refusal in a batch job: the job fails with the reason in its
+# output; the node is not drained (a failing prolog or user_init would).
+mkdir -p -m 0777 "$T/out"
+set +e
+job=$(cd /tmp && setpriv --reuid=65534 --regid=65534 --clear-groups env SLURM_CONF="$SLURM_CONF" \
+  sbatch --parsable --hugepages=1000 -o "$T/out/batch.out" --wrap 'echo TASK-RAN' 2>&1)
+set -e
+[[ $job =~ ^[0-9]+$ ]] || fail "sbatch failed: $job"
+for _ in $(seq 60); do
+  [[ -z $(squeue -h -j "$job" 2>/dev/null) ]] && break
+  sleep 0.5
+done
+! grep -qs TASK-RAN "$T/out/batch.out" || fail "batch job over max_pages ran"
+grep -qs 'could not be granted: limit max_pages' "$T/out/batch.out" || fail "batch output lacks the reason: $(cat "$T/out/batch.out" 2>&1)"
+pass "a batch job over max_pages fails with the reason in its output"
+expect_eq "$(sinfo -h -o %T)" idle "node not drained by a refused batch job"
+
 # Bad values die in the client before anything runs.
 for bad in -5 0 1e3 12abc 99999999999; do
   as_job --hugepages="$bad" true
@@ -190,4 +207,37 @@ for bad in -5 0 1e3 12abc 99999999999; do
   grep -q 'hugepages needs a whole number' <<<"$OUT" || fail "--hugepages=$bad: $OUT"
 done
 pass "bad --hugepages values refused by the client"
+
+# A hostile client skips that check (the value goes straight into the job's
+# SPANK environment): the root-side prolog validates it again.
+if [[ -x $RESERVE_TOOLS/slurm_smuggle ]]; then
+  install -m 0755 "$RESERVE_TOOLS/slurm_smuggle" "$T/slurm_smuggle"
+  for bad in -5 0x10 99999999999 "12 13"; do
+    set +e
+    job=$(cd /tmp && setpriv --reuid=65534 --regid=65534 --clear-groups env SLURM_CONF="$SLURM_CONF" \
+      "$T/slurm_smuggle" "$bad" "$T/out/job.out" 2>&1)
+    set -e
+    [[ $job =~ ^[0-9]+$ ]] || fail "hostile submission failed: $job"
+    for _ in $(seq 60); do
+      [[ -z $(squeue -h -j "$job" 2>/dev/null) ]] && break
+      sleep 0.5
+    done
+    [[ -z $(squeue -h -j "$job" 2>/dev/null) ]] || fail "job $job still queued: $(squeue -h -j "$job")
+$(logs)"
+    ! grep -qs TASK-RAN "$T/out/job.out" || fail "job with smuggled --hugepages='$bad' ran"
+    grep -qs 'hugepool: --hugepages could not be granted: --hugepages: not a whole number' "$T/out/job.out" ||
+      fail "job output lacks the reason: $(cat "$T/out/job.out" 2>&1)"
+    if [[ -n $audit ]]; then
+      sleep 0.3
+      grep -Eq "source=slurm job=$job action=grant outcome=refused reason=\"bad --hugepages value\"$" "$audit" ||
+        fail "no audit line for smuggled '$bad': $(tail -n 5 "$audit")"
+    fi
+  done
+  pass "values smuggled past the client are refused by the root-side prolog"
+  expect_eq "$(real_nr)" "$base" "pool untouched by smuggled values"
+  state=$(sinfo -h -o %T)
+  expect_eq "$state" idle "node not drained by smuggled values"
+else
+  echo "note: slurm_smuggle not built (libslurm-dev); root-side re-validation not tested end to end"
+fi
 expect_eq "$(real_nr)" "$base" "pool untouched after all jobs"
