@@ -16,6 +16,7 @@ static atomic_bool hp_ready;
 static _Atomic int hp_policy = HUGEPOOL_POLICY_STRICT;
 static _Atomic size_t hp_page_size = HP_2M;
 static atomic_uint hp_shortage_reports;
+static atomic_bool hp_shortage_quiet;
 
 /* Releases happen in batches outside the lock; this is one batch. */
 #define HP_BATCH 64
@@ -114,7 +115,17 @@ static size_t round_up(size_t bytes, size_t unit) {
   return r < bytes ? 0 : r;
 }
 
+void hp_quiet_shortage(bool quiet) { atomic_store(&hp_shortage_quiet, quiet); }
+
+void hp_for_each_live(void (*fn)(hp_block *b, void *arg), void *arg) {
+  ensure_init();
+  pthread_mutex_lock(&hp_lock);
+  registry_walk(fn, arg);
+  pthread_mutex_unlock(&hp_lock);
+}
+
 static void report_shortage(size_t size, size_t page, int node) {
+  if (atomic_load_explicit(&hp_shortage_quiet, memory_order_relaxed)) return;
   unsigned nth = atomic_fetch_add(&hp_shortage_reports, 1);
   if (nth > 8) return;
   if (nth == 8) {

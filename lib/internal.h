@@ -68,10 +68,24 @@ HP_INTERNAL int parse_size(const char *text, unsigned long long *out);
 /* ---- diagnostics (hugepool.c) ---------------------------------------- */
 HP_INTERNAL void hp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* ---- hooks for the preload (preload/), which links these objects ------- */
+/* Silences the core's pool-shortage messages (the preload prints its own). */
+HP_INTERNAL void hp_quiet_shortage(bool quiet);
+/* Calls fn on every live block with the lock held; fn may change b->kind. */
+HP_INTERNAL void hp_for_each_live(void (*fn)(hp_block *b, void *arg), void *arg);
+/* Extra counters appended to every statistics report (NULL: none). */
+typedef struct hp_extra_stat {
+  const char *key;   /* JSON key */
+  const char *label; /* text label */
+  unsigned long long value;
+} hp_extra_stat;
+extern HP_INTERNAL size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);
+
 /* ---- registry of live blocks (registry.c), caller holds the lock ------- */
 HP_INTERNAL int registry_insert(const hp_block *b);
 HP_INTERNAL bool registry_remove(const void *addr, hp_block *out);
 HP_INTERNAL const hp_block *registry_find(const void *addr);
+HP_INTERNAL void registry_walk(void (*fn)(hp_block *b, void *arg), void *arg);
 
 /* ---- cache of freed blocks (cache.c), caller holds the lock ------------ */
 #define HP_CACHE_SLOTS_MAX 4096

@@ -75,3 +75,9 @@ bool registry_remove(const void *addr, hp_block *out) {
   used--;
   return true;
 }
+
+void registry_walk(void (*fn)(hp_block *b, void *arg), void *arg) {
+  for (size_t i = 0; i < capacity; i++) {
+    if (table[i].addr) fn(&table[i], arg);
+  }
+}

@@ -12,6 +12,7 @@
 #include "internal.h"
 
 hugepool_stats hp_stats;
+size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);
 
 void stats_mapped(size_t bytes) {
   hp_stats.maps++;
@@ -68,12 +69,15 @@ int hugepool_stats_snprint(char *buf, size_t len, hugepool_stats_format format) 
   hugepool_get_stats(&st);
   sink s = {buf, len, 0};
   if (len) buf[0] = '\0';
+  hp_extra_stat extra[16];
+  size_t n_extra = hp_stats_extra ? hp_stats_extra(extra, sizeof(extra) / sizeof(extra[0])) : 0;
   if (format == HUGEPOOL_STATS_JSON) {
     emit(&s, "{\"pid\": %ld, \"policy\": \"%s\", \"page_size\": %zu", (long)getpid(),
          hugepool_policy_name(hugepool_get_policy()), hugepool_get_page_size());
 #define HP_JSON(field, label) emit(&s, ", \"%s\": %llu", #field, (unsigned long long)st.field);
     HP_STAT_FIELDS(HP_JSON)
 #undef HP_JSON
+    for (size_t i = 0; i < n_extra; i++) emit(&s, ", \"%s\": %llu", extra[i].key, extra[i].value);
     emit(&s, "}\n");
   } else {
     emit(&s, "hugepool statistics (pid %ld, policy %s, page size %zu KiB)\n", (long)getpid(),
@@ -81,6 +85,7 @@ int hugepool_stats_snprint(char *buf, size_t len, hugepool_stats_format format) 
 #define HP_TEXT(field, label) emit(&s, "  %-32s %llu\n", label, (unsigned long long)st.field);
     HP_STAT_FIELDS(HP_TEXT)
 #undef HP_TEXT
+    for (size_t i = 0; i < n_extra; i++) emit(&s, "  %-32s %llu\n", extra[i].label, extra[i].value);
   }
   return (int)s.need;
 }
