@@ -34,6 +34,29 @@ size_t cache_bytes(void) { return bytes; }
 size_t cache_max_slots(void) { return max_slots; }
 size_t cache_max_bytes(void) { return max_bytes; }
 
+size_t cache_bytes_of_kind(uint32_t kind) {
+  size_t total = 0;
+  for (size_t i = 0; i < extent; i++) {
+    if (slots[i].addr && slots[i].kind == kind) total += slots[i].size;
+  }
+  return total;
+}
+
+/* Would evicting at most `budget` blocks, round-robin from the cursor, make
+ * room for `size` more bytes in one more slot? */
+static bool room_within(size_t size, size_t budget) {
+  size_t n = count, b = bytes, used = 0;
+  for (size_t k = 0; k < max_slots && (n >= max_slots || b + size > max_bytes); k++) {
+    const hp_block *s = &slots[(victim + k) % max_slots];
+    if (!s->addr) continue;
+    if (used == budget) return false;
+    used++;
+    n--;
+    b -= s->size;
+  }
+  return n < max_slots && b + size <= max_bytes;
+}
+
 static void remove_slot(size_t i, hp_block *out) {
   *out = slots[i];
   memset(&slots[i], 0, sizeof(slots[i]));
@@ -68,7 +91,9 @@ static bool evict_one(hp_block *out) {
 
 bool cache_put(const hp_block *b, hp_block *victims, size_t max_victims, size_t *n_victims) {
   *n_victims = 0;
-  if (max_slots == 0 || b->size > max_bytes || max_victims == 0) {
+  if (max_slots == 0 || b->size > max_bytes || max_victims == 0 || !room_within(b->size, max_victims - 1)) {
+    /* Caching b would cost more evictions than one call may make: release
+     * b itself rather than evicting blocks for nothing. */
     if (max_victims) victims[(*n_victims)++] = *b;
     return false;
   }

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,6 +17,9 @@ static atomic_bool hp_ready;
 static _Atomic int hp_policy = HUGEPOOL_POLICY_STRICT;
 static _Atomic size_t hp_page_size = HP_2M;
 static atomic_uint hp_shortage_reports;
+/* Bytes chosen for release but not yet unmapped (lazy release runs outside
+ * the lock): an ENOMEM retry waits for them to reach the pool. */
+static atomic_size_t hp_releasing;
 static atomic_bool hp_shortage_quiet;
 
 /* Releases happen in batches outside the lock; this is one batch. */
@@ -24,7 +28,7 @@ static atomic_bool hp_shortage_quiet;
 /* ---- diagnostics -------------------------------------------------------- */
 
 void hp_warn(const char *fmt, ...) {
-  if (atomic_load_explicit(&hp_ready, memory_order_acquire) && option_get(HP_OPT_WARN) == 0) return;
+  if (option_get(HP_OPT_WARN) == 0) return; /* HUGEPOOL_WARN is parsed before any other option */
   char line[512];
   int n = snprintf(line, sizeof(line), "hugepool[%ld]: ", (long)getpid());
   if (n < 0) return;
@@ -42,8 +46,15 @@ void hp_warn(const char *fmt, ...) {
 
 static void release_blocks(hp_block *blocks, size_t n);
 
-static void atfork_prepare(void) { pthread_mutex_lock(&hp_lock); }
-static void atfork_parent(void) { pthread_mutex_unlock(&hp_lock); }
+static void atfork_prepare(void) {
+  pthread_mutex_lock(&hp_lock);
+  fork_prepare();
+}
+
+static void atfork_parent(void) {
+  pthread_mutex_unlock(&hp_lock);
+  fork_parent_wait(); /* until the child has its own copies of the live buffers */
+}
 
 static void atfork_child(void) {
   /* The child's cached mappings are private copy-on-write views of the
@@ -57,6 +68,10 @@ static void atfork_child(void) {
       stats_unmapped(batch[i].size);
     }
   }
+  /* Releases the parent's other threads had in flight do not happen here:
+   * those mappings stay in the child, untracked, until it exits or execs. */
+  atomic_store(&hp_releasing, 0);
+  fork_child_privatize();
   pthread_mutex_unlock(&hp_lock);
 }
 
@@ -87,9 +102,22 @@ __attribute__((destructor)) static void hp_destructor(void) {
 
 /* ---- helpers ------------------------------------------------------------ */
 
+/* Counts blocks as being released; the caller holds the lock. */
+static void mark_releasing(const hp_block *blocks, size_t n) {
+  size_t bytes = 0;
+  for (size_t i = 0; i < n; i++) bytes += blocks[i].size;
+  atomic_fetch_add(&hp_releasing, bytes);
+}
+
+/* Unmaps blocks that mark_releasing() counted, outside the lock. */
 static void release_blocks(hp_block *blocks, size_t n) {
   if (n == 0) return;
-  for (size_t i = 0; i < n; i++) os_unmap(blocks[i].addr, blocks[i].size);
+  size_t bytes = 0;
+  for (size_t i = 0; i < n; i++) {
+    os_unmap(blocks[i].addr, blocks[i].size);
+    bytes += blocks[i].size;
+  }
+  atomic_fetch_sub(&hp_releasing, bytes);
   pthread_mutex_lock(&hp_lock);
   for (size_t i = 0; i < n; i++) stats_unmapped(blocks[i].size);
   pthread_mutex_unlock(&hp_lock);
@@ -103,6 +131,7 @@ static size_t release_cached(uint32_t kind, uint64_t *counter) {
     pthread_mutex_lock(&hp_lock);
     size_t n = cache_drain(kind, batch, HP_BATCH);
     *counter += n;
+    mark_releasing(batch, n);
     pthread_mutex_unlock(&hp_lock);
     if (n == 0) return total;
     for (size_t i = 0; i < n; i++) total += batch[i].size;
@@ -171,10 +200,12 @@ static void *map_fallback(size_t size, int node, bool thp) {
 }
 
 /* Registers a block as live and counts it; the caller holds the lock. */
-static int make_live(hp_block *b, size_t requested) {
+static int make_live(hp_block *b, size_t requested, bool hit) {
   b->requested = requested;
   if (registry_insert(b) != 0) return -1;
   hp_stats.allocs++;
+  if (hit) hp_stats.cache_hits++;
+  else hp_stats.cache_misses++;
   hp_stats.live_buffers++;
   hp_stats.bytes_live += b->size;
   hp_stats.bytes_requested += requested;
@@ -184,41 +215,64 @@ static int make_live(hp_block *b, size_t requested) {
   return 0;
 }
 
-/* Takes a cached block of this shape, or maps a new one.  *fresh tells
- * whether the memory comes straight from the kernel (zeroed). */
-static void *obtain(size_t requested, size_t size, int node, uint32_t kind, bool *fresh) {
+/* Takes a cached block of this shape; NULL on a miss. */
+static void *take_cached(size_t requested, size_t size, int node, uint32_t kind) {
   hp_block b;
   pthread_mutex_lock(&hp_lock);
-  if (cache_take(size, node, kind, &b)) {
-    hp_stats.cache_hits++;
-    if (make_live(&b, requested) == 0) {
-      pthread_mutex_unlock(&hp_lock);
-      *fresh = false;
-      return b.addr;
-    }
+  if (!cache_take(size, node, kind, &b)) {
     pthread_mutex_unlock(&hp_lock);
-    release_blocks(&b, 1);
     return NULL;
   }
-  hp_stats.cache_misses++;
+  if (make_live(&b, requested, true) == 0) {
+    pthread_mutex_unlock(&hp_lock);
+    return b.addr;
+  }
+  mark_releasing(&b, 1);
   pthread_mutex_unlock(&hp_lock);
+  release_blocks(&b, 1);
+  errno = ENOMEM;
+  return NULL;
+}
 
+/* Could the pool cover `size` once the cache (and releases in flight) gave
+ * their pages back?  Saves draining the cache for a hopeless request. */
+static bool reclaim_could_help(size_t size, size_t page, uint32_t kind) {
+  size_t cached = 0;
+  pthread_mutex_lock(&hp_lock);
+  cached = cache_bytes_of_kind(kind);
+  pthread_mutex_unlock(&hp_lock);
+  size_t in_flight = atomic_load(&hp_releasing);
+  if (cached == 0 && in_flight == 0) return false;
+  long avail = os_pool_available(page, HUGEPOOL_ANY_NODE);
+  return avail < 0 || (size_t)avail * page + cached + in_flight >= size;
+}
+
+/* Maps a new hugetlb block; on ENOMEM gives the cache's pages back to the
+ * pool (waiting for releases in flight) and tries once more. */
+static void *map_huge_reclaiming(size_t size, size_t page, int node, uint32_t kind) {
+  void *p = map_huge(size, page, node);
+  if (p || errno != ENOMEM || !reclaim_could_help(size, page, kind)) return p;
+  release_cached(kind, &hp_stats.cache_evictions);
+  while (atomic_load(&hp_releasing) > 0) sched_yield(); /* other threads' lazy releases */
+  p = map_huge(size, page, node);
+  if (!p) errno = ENOMEM;
+  return p;
+}
+
+/* Maps a new block of `kind` and registers it. */
+static void *map_new(size_t requested, size_t size, int node, uint32_t kind, bool *fresh) {
   void *p;
   if (kind == HUGEPOOL_KIND_HUGE_2M || kind == HUGEPOOL_KIND_HUGE_1G) {
-    size_t page = kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : HP_2M;
-    p = map_huge(size, page, node);
-    if (!p && errno == ENOMEM && release_cached(kind, &hp_stats.cache_evictions) > 0) {
-      p = map_huge(size, page, node); /* the cache held the pages we need */
-    }
+    p = map_huge_reclaiming(size, kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : HP_2M, node, kind);
   } else {
     p = map_fallback(size, node, kind == HUGEPOOL_KIND_THP);
   }
   if (!p) return NULL;
-
-  b = (hp_block){.addr = p, .size = size, .node = node, .kind = kind};
+  hp_block b = {.addr = p, .size = size, .node = node, .kind = kind};
   pthread_mutex_lock(&hp_lock);
   stats_mapped(size);
-  int rc = make_live(&b, requested);
+  int rc = make_live(&b, requested, false);
+  if (rc != 0) mark_releasing(&b, 1);
   pthread_mutex_unlock(&hp_lock);
   if (rc != 0) {
     release_blocks(&b, 1);
@@ -229,8 +283,16 @@ static void *obtain(size_t requested, size_t size, int node, uint32_t kind, bool
   return p;
 }
 
+static void count_failure(void) {
+  pthread_mutex_lock(&hp_lock);
+  hp_stats.failures++;
+  pthread_mutex_unlock(&hp_lock);
+  errno = ENOMEM;
+}
+
 static void *allocate(size_t bytes, int node, bool *fresh) {
   ensure_init();
+  *fresh = false;
   if (bytes == 0 || node < HUGEPOOL_ANY_NODE) {
     errno = EINVAL;
     return NULL;
@@ -247,26 +309,22 @@ static void *allocate(size_t bytes, int node, bool *fresh) {
     return NULL;
   }
   uint32_t kind = page == HP_1G ? HUGEPOOL_KIND_HUGE_1G : HUGEPOOL_KIND_HUGE_2M;
-  void *p = obtain(bytes, size, node, kind, fresh);
+  void *p = take_cached(bytes, size, node, kind);
+  if (p) return p;
+  p = map_new(bytes, size, node, kind, fresh);
   if (p || errno != ENOMEM) return p;
 
   int policy = atomic_load_explicit(&hp_policy, memory_order_relaxed);
   if (policy == HUGEPOOL_POLICY_STRICT) {
     report_shortage(size, page, node);
-    pthread_mutex_lock(&hp_lock);
-    hp_stats.failures++;
-    pthread_mutex_unlock(&hp_lock);
-    errno = ENOMEM;
+    count_failure();
     return NULL;
   }
   uint32_t fallback = policy == HUGEPOOL_POLICY_THP ? HUGEPOOL_KIND_THP : HUGEPOOL_KIND_SMALL;
-  p = obtain(bytes, round_up(bytes, HP_2M), node, fallback, fresh);
-  if (!p) {
-    pthread_mutex_lock(&hp_lock);
-    hp_stats.failures++;
-    pthread_mutex_unlock(&hp_lock);
-    errno = ENOMEM;
-  }
+  size_t fallback_size = round_up(bytes, HP_2M);
+  p = take_cached(bytes, fallback_size, node, fallback);
+  if (!p) p = map_new(bytes, fallback_size, node, fallback, fresh);
+  if (!p) count_failure();
   return p;
 }
 
@@ -314,6 +372,7 @@ void hugepool_free(void *ptr) {
   hp_stats.bytes_slack -= b.size - b.requested;
   bool cached = cache_put(&b, victims, HP_BATCH, &n_victims);
   hp_stats.cache_evictions += cached ? n_victims : n_victims - 1;
+  mark_releasing(victims, n_victims);
   pthread_mutex_unlock(&hp_lock);
   release_blocks(victims, n_victims); /* lazy release: outside the lock */
   errno = saved;
@@ -392,6 +451,7 @@ int hugepool_set_cache_limits(size_t max_slots, size_t max_bytes) {
     pthread_mutex_lock(&hp_lock);
     size_t n = cache_shrink_to_limits(batch, HP_BATCH);
     hp_stats.cache_evictions += n;
+    mark_releasing(batch, n);
     pthread_mutex_unlock(&hp_lock);
     if (n == 0) return 0;
     release_blocks(batch, n);

@@ -32,6 +32,7 @@ HP_INTERNAL void *os_map_anon(size_t size, size_t align, bool want_thp);
 HP_INTERNAL void os_unmap(void *addr, size_t size);
 HP_INTERNAL int os_bind_node(void *addr, size_t size, int node);
 HP_INTERNAL int os_populate(void *addr, size_t size);
+HP_INTERNAL int os_move_to_small(void *addr, size_t size, size_t page_size);
 HP_INTERNAL void *os_map_meta(size_t size);
 HP_INTERNAL void os_unmap_meta(void *addr, size_t size);
 HP_INTERNAL bool os_page_size_supported(size_t page_size);
@@ -53,10 +54,12 @@ typedef enum hp_option_id {
   HP_OPT_WARN,
   HP_OPT_THRESHOLD,
   HP_OPT_SMALL_HEAP,
+  HP_OPT_FORK,
   HP_OPT_COUNT
 } hp_option_id;
 
 enum { HP_STATS_OFF = 0, HP_STATS_TEXT_AT_EXIT = 1, HP_STATS_JSON_AT_EXIT = 2 };
+enum { HP_FORK_COPY = 0, HP_FORK_KEEP = 1 };
 
 /* Parse the HUGEPOOL_* environment once; warnings go to stderr. */
 HP_INTERNAL void options_init(void);
@@ -102,6 +105,7 @@ HP_INTERNAL size_t cache_drain(uint32_t kind, hp_block *out, size_t max_out);
 HP_INTERNAL size_t cache_shrink_to_limits(hp_block *out, size_t max_out);
 HP_INTERNAL size_t cache_count(void);
 HP_INTERNAL size_t cache_bytes(void);
+HP_INTERNAL size_t cache_bytes_of_kind(uint32_t kind);
 HP_INTERNAL size_t cache_max_slots(void);
 HP_INTERNAL size_t cache_max_bytes(void);
 
@@ -110,6 +114,11 @@ extern HP_INTERNAL hugepool_stats hp_stats;
 HP_INTERNAL void stats_mapped(size_t bytes);
 HP_INTERNAL void stats_unmapped(size_t bytes);
 HP_INTERNAL void stats_print_at_exit(void);
+
+/* ---- fork (fork.c): in the child, with the lock held ------------------- */
+HP_INTERNAL void fork_prepare(void);
+HP_INTERNAL void fork_parent_wait(void);
+HP_INTERNAL void fork_child_privatize(void);
 
 #ifdef __cplusplus
 }

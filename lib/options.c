@@ -42,6 +42,8 @@ static hp_option options[HP_OPT_COUNT] = {
                           "preload: smallest request put on hugetlb pages"},
     [HP_OPT_SMALL_HEAP] = {"HUGEPOOL_SMALL_HEAP", OPT_CHOICE, 0, 0, "0|1", NULL,
                            "preload: also pack small allocations onto hugetlb pages"},
+    [HP_OPT_FORK] = {"HUGEPOOL_FORK", OPT_CHOICE, HP_FORK_COPY, 0, "copy|keep", NULL,
+                     "fork(): give the child private copies of live buffers (copy) or not (keep)"},
 };
 
 int parse_size(const char *text, unsigned long long *out) {
@@ -148,7 +150,10 @@ static void parse_one(hp_option *o) {
 }
 
 void options_init(void) {
-  for (size_t i = 0; i < HP_OPT_COUNT; i++) parse_one(&options[i]);
+  parse_one(&options[HP_OPT_WARN]); /* first: it decides whether the others may warn */
+  for (size_t i = 0; i < HP_OPT_COUNT; i++) {
+    if (i != HP_OPT_WARN) parse_one(&options[i]);
+  }
 }
 
 long long option_get(hp_option_id id) { return options[id].value; }

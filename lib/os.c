@@ -181,3 +181,24 @@ void os_write_stderr(const char *text, size_t len) {
     len -= (size_t)n;
   }
 }
+
+int os_move_to_small(void *addr, size_t size, size_t page_size) {
+  /* Replaces a hugetlb mapping by an anonymous 4 KB one at the same address,
+   * carrying over the pages that exist (reading a missing hugetlb page could
+   * itself need a pool page). */
+  char *anon = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (anon == MAP_FAILED) return -1;
+  char *src = addr;
+  for (size_t off = 0; off < size; off += page_size) {
+    unsigned char present = 0;
+    if (mincore(src + off, 4096, &present) == 0 && (present & 1)) memcpy(anon + off, src + off, page_size);
+  }
+  if (mremap(anon, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, addr) == MAP_FAILED) {
+    int err = errno;
+    munmap(anon, size);
+    errno = err;
+    return -1;
+  }
+  (void)madvise(addr, size, MADV_NOHUGEPAGE);
+  return 0;
+}

@@ -47,7 +47,9 @@ void stats_unmapped(size_t bytes) {
   X(live_buffers, "live buffers")                              \
   X(cached_buffers, "cached buffers")                          \
   X(cache_max_slots, "cache slot limit")                       \
-  X(cache_max_bytes, "cache byte limit")
+  X(cache_max_bytes, "cache byte limit")                       \
+  X(fork_copies_huge, "fork: buffers copied (hugetlb)")        \
+  X(fork_moves_small, "fork: buffers moved to 4 KB pages")
 
 typedef struct {
   char *buf;

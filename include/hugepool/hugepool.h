@@ -126,6 +126,8 @@ typedef struct hugepool_stats {
   uint64_t cached_buffers;
   uint64_t cache_max_slots; /* current limits */
   uint64_t cache_max_bytes;
+  uint64_t fork_copies_huge; /* in a child: inherited buffers copied onto its own hugetlb pages */
+  uint64_t fork_moves_small; /* in a child: inherited buffers moved to 4 KB pages (pool short) */
 } hugepool_stats;
 
 HUGEPOOL_API void hugepool_get_stats(hugepool_stats *out);

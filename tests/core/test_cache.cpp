@@ -220,3 +220,48 @@ TEST_CASE("statistics count allocations, hits, slack and print as text and JSON"
   hugepool_free(p);
   hugepool_trim();
 }
+
+TEST_CASE("a block that would need too many evictions is released, and the cache keeps its blocks", "[cache]") {
+  kv::PoolGuard pool(140);
+  fresh_state();
+  REQUIRE(hugepool_set_cache_limits(128, 140 * MiB) == 0);
+  std::vector<char *> small;
+  for (int i = 0; i < 70; i++) {
+    small.push_back(static_cast<char *>(hugepool_alloc(2 * MiB)));
+    REQUIRE(small.back() != nullptr);
+  }
+  for (auto *p : small) hugepool_free(p);  // 70 x 2 MB cached = the byte cap
+  auto *big = static_cast<char *>(hugepool_alloc(138 * MiB));  // 69 pages: fits beside the cache
+  REQUIRE(big != nullptr);
+  hugepool_free(big);  // caching it would take 69 evictions in one call
+  CHECK_FALSE(mapped_at(big));
+  int still = 0;
+  for (auto *p : small) still += mapped_at(p);
+  CHECK(still == 70);  // nothing was evicted for nothing
+  hugepool_trim();
+  fresh_state();
+}
+
+TEST_CASE("hits and misses count allocations, not lookups, also on the fallback path", "[stats]") {
+  kv::PoolGuard pool(0);
+  fresh_state();
+  hugepool_stats a;
+  hugepool_get_stats(&a);
+  StderrCapture err;
+  CHECK(hugepool_alloc(2 * MiB) == nullptr);  // strict: a failure, no miss
+  REQUIRE(hugepool_set_policy(HUGEPOOL_POLICY_SMALL) == 0);
+  void *p = hugepool_alloc(2 * MiB);  // fallback: mapped, one miss
+  REQUIRE(p != nullptr);
+  hugepool_free(p);
+  void *q = hugepool_alloc(2 * MiB);  // fallback block from the cache: one hit
+  CHECK(q == p);
+  hugepool_free(q);
+  hugepool_stats b;
+  hugepool_get_stats(&b);
+  CHECK(b.failures - a.failures == 1);
+  CHECK(b.cache_misses - a.cache_misses == 1);
+  CHECK(b.cache_hits - a.cache_hits == 1);
+  CHECK(b.allocs - a.allocs == 2);
+  CHECK(b.fallbacks_small - a.fallbacks_small == 2);
+  fresh_state();
+}

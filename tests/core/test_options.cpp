@@ -55,6 +55,9 @@ TEST_CASE("a bad value warns, names the variable and the default, and the defaul
   CHECK(out.find("HUGEPOOL_POLICY='maybe' is not valid (expected strict|thp|small); using the default strict") !=
         std::string::npos);
   CHECK(out.find("policy strict page 2097152 slots 64 bytes 1073741824") != std::string::npos);
+  out = probe("HUGEPOOL_WARN=0 HUGEPOOL_CACHE_BYTES=lots");  // silenced, even at start-up
+  CHECK(out.find("hugepool[") == std::string::npos);
+  CHECK(out.find("bytes 1073741824") != std::string::npos);
   out = probe("HUGEPOOL_PAGE_SIZE=4M HUGEPOOL_CACHE_SLOTS=100000");
   CHECK(out.find("HUGEPOOL_PAGE_SIZE='4M' is not valid (expected 2M or 1G)") != std::string::npos);
   CHECK(out.find("HUGEPOOL_CACHE_SLOTS='100000' is not valid") != std::string::npos);

@@ -117,3 +117,104 @@ TEST_CASE("fork with live and cached buffers: the child works, the parent is unc
   hugepool_trim();
   CHECK(kv::huge_rsvd() == 0);
 }
+
+// The child of a fork with the pool exactly full: writing inherited buffers
+// must not SIGBUS (HUGEPOOL_FORK=copy moves them to 4 KB pages), and the
+// parent's later writes must not take the child's pages away.
+TEST_CASE("fork with the pool exactly full: the child writes inherited buffers without SIGBUS", "[fork]") {
+  kv::PoolGuard pool(4);
+  fresh_state();
+  auto *live = static_cast<char *>(hugepool_alloc(8 * MiB));  // every free page
+  REQUIRE(live != nullptr);
+  std::memset(live, 'P', 8 * MiB);
+  REQUIRE(kv::huge_available() == 0);
+  int to_child[2];
+  REQUIRE(pipe(to_child) == 0);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    alarm(20);
+    close(to_child[1]);
+    char go;
+    if (read(to_child[0], &go, 1) != 1) _exit(90);  // wait until the parent has written
+    int bad = 0;
+    for (size_t i = 0; i < 8 * MiB; i += 4096) bad += live[i] != 'P';  // the parent's data, not its new writes
+    std::memset(live, 'K', 8 * MiB);
+    bad += live[8 * MiB - 1] != 'K';
+    auto e = kv::smaps_of(live);
+    bad += e.field("KernelPageSize") == 4 ? 0 : 100;  // moved to 4 KB pages: nothing needed from the pool
+    hugepool_stats st;
+    hugepool_get_stats(&st);
+    bad += st.fork_moves_small == 1 ? 0 : 50;
+    hugepool_free(live);  // a moved buffer is still freed properly
+    _exit(bad > 255 ? 255 : bad);
+  }
+  close(to_child[0]);
+  std::memset(live, 'Q', 8 * MiB);  // the parent writes every shared page after the fork
+  REQUIRE(write(to_child[1], "g", 1) == 1);
+  close(to_child[1]);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  INFO("child status " << status);
+  REQUIRE(WIFEXITED(status));  // not killed by SIGBUS
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(live[0] == 'Q');
+  CHECK(kv::smaps_of(live).field("KernelPageSize") == 2048);
+  hugepool_free(live);
+  hugepool_trim();
+}
+
+TEST_CASE("fork with room in the pool: the child gets private hugetlb copies", "[fork]") {
+  kv::PoolGuard pool(8);
+  fresh_state();
+  auto *live = static_cast<char *>(hugepool_alloc(4 * MiB));
+  REQUIRE(live != nullptr);
+  std::memset(live, 'P', 4 * MiB);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    alarm(20);
+    int bad = live[4 * MiB - 1] != 'P';
+    auto e = kv::smaps_of(live);
+    bad += e.field("KernelPageSize") == 2048 ? 0 : 10;
+    bad += e.field("Private_Hugetlb") == 4096 ? 0 : 20;  // its own pages, populated at fork
+    hugepool_stats st;
+    hugepool_get_stats(&st);
+    bad += st.fork_copies_huge == 1 ? 0 : 40;
+    _exit(bad);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  hugepool_free(live);
+  hugepool_trim();
+}
+
+TEST_CASE("two threads short of pages both succeed once the cache is given back", "[threads][cache]") {
+  kv::PoolGuard pool(4);
+  fresh_state();
+  void *big = hugepool_alloc(8 * MiB);
+  REQUIRE(big != nullptr);
+  hugepool_free(big);  // cached: the pool has no free page left
+  std::atomic<int> failed{0};
+  auto work = [&failed] {
+    for (int i = 0; i < 500; i++) {
+      void *p = hugepool_alloc(2 * MiB);
+      if (!p) {
+        failed++;
+        continue;
+      }
+      static_cast<char *>(p)[0] = 1;
+      hugepool_free(p);
+    }
+  };
+  StderrCapture err;
+  std::thread a(work), b(work);
+  a.join();
+  b.join();
+  CHECK(failed == 0);
+  CHECK(err.text().empty());
+  hugepool_trim();
+  CHECK(kv::huge_available() == 4);
+}
