@@ -26,7 +26,7 @@ static long read_number(const char *path, const char *key) {
     if (!key) { v = strtol(line, NULL, 10); break; }
     if (strncmp(line, key, klen) == 0 && line[klen] == ':') { v = strtol(line + klen + 1, NULL, 10); break; }
   }
-  fclose(f);
+  (void)fclose(f); /* read-only */
   return v;
 }
 
@@ -54,7 +54,7 @@ static void show_smaps(const void *p) {
                    !strncmp(line, "Size:", 5)))
       printf("    %s", line);
   }
-  fclose(f);
+  (void)fclose(f); /* read-only */
 }
 
 int main(void) {
@@ -69,7 +69,7 @@ int main(void) {
   printf("1. hugepool_alloc(64 MiB)\n");
   char *buf = hugepool_alloc(BUF_BYTES);
   if (!buf) {
-    fprintf(stderr, "hugepool-demo: allocation failed: %s (run as root, or reserve %d pages)\n", strerror(errno),
+    (void)fprintf(stderr, "hugepool-demo: allocation failed: %s (run as root, or reserve %d pages)\n", strerror(errno),
             PAGES_NEEDED);
     if (grew) write_number(kPool, old_total);
     return 1;

@@ -164,7 +164,7 @@ static void report_shortage(size_t size, size_t page, int node) {
   long avail = os_pool_available(page, node);
   long total = os_pool_total(page, node);
   char where[32] = "";
-  if (node >= 0) snprintf(where, sizeof(where), " on node %d", node);
+  if (node >= 0) (void)snprintf(where, sizeof(where), " on node %d", node); /* cannot truncate */
   const char *knob = page == HP_1G ? "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages"
                                    : "/proc/sys/vm/nr_hugepages";
   hp_warn("cannot map %zu MiB on %s hugetlb pages%s: need %zu pages, %ld free of %ld in the pool; reserve more "

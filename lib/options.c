@@ -108,7 +108,7 @@ static void describe_default(const hp_option *o, char *buf, size_t len) {
       else if (v && v % (1ULL << 20) == 0) v >>= 20, unit = "M";
       else if (v && v % (1ULL << 10) == 0) v >>= 10, unit = "K";
     }
-    snprintf(buf, len, "%llu%s", v, unit);
+    (void)snprintf(buf, len, "%llu%s", v, unit); /* a truncated default is still readable */
   }
 }
 

@@ -46,7 +46,7 @@ void *os_map_anon(size_t size, size_t align, bool want_thp) {
   }
   char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) return NULL;
-  char *start = (char *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
+  char *start = raw + ((align - (uintptr_t)raw % align) % align);
   size_t head = (size_t)(start - raw);
   size_t tail = span - head - size;
   if (head) munmap(raw, head);
