@@ -100,6 +100,9 @@ int main(int argc, char *argv[]) {
   sigprocmask(SIG_SETMASK, &all, NULL);
   umask(077);
   if (chdir("/") != 0) return RESERVE_FAIL;
+  /* A small RLIMIT_FSIZE would cut our writes short: soft limit up to the
+   * hard one here; the core refuses to write the table if that is not enough. */
+  (void)reserve_fsize_ok();
   openlog("hugepool-reserve", LOG_PID, LOG_AUTHPRIV);
 
   memset(&who, 0, sizeof who);

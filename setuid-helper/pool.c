@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
@@ -305,14 +306,35 @@ int reserve_authorize(const struct reserve_config *c, const struct reserve_calle
 struct state {
   int lock_fd, grants_fd;
   struct reserve_grants gs;
+  char text[RESERVE_GRANTS_MAX + 2]; /* the table as it is on disk */
+  size_t text_len;
 };
 
+/* Linux cuts a write at the caller's RLIMIT_FSIZE even when it overwrites
+ * existing bytes (with SIGXFSZ blocked the write is just short), so a caller
+ * could tear the table at an offset of its choosing.  Raise the soft limit to
+ * the hard one; if the hard one is still below the table's largest size,
+ * refuse before anything changes. */
+int reserve_fsize_ok(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_FSIZE, &rl) != 0) return 0;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < RESERVE_GRANTS_MAX) {
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_FSIZE, &rl) != 0 || getrlimit(RLIMIT_FSIZE, &rl) != 0) return 0;
+  }
+  return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= RESERVE_GRANTS_MAX;
+}
+
 static int state_open(struct state *s, int exclusive, char *err, size_t errlen) {
-  char buf[RESERVE_GRANTS_MAX + 2];
   size_t len;
   int waited = 0;
   struct timespec ts = {0, 20L * 1000 * 1000};
   s->grants_fd = -1;
+  if (exclusive && !reserve_fsize_ok()) {
+    snprintf(err, errlen, "your file size limit (RLIMIT_FSIZE, ulimit -f) is below %d bytes: the grant table could "
+             "not be written safely; raise it", RESERVE_GRANTS_MAX);
+    return -1;
+  }
   s->lock_fd = open(RESERVE_STATE_DIR "/lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
   if (s->lock_fd < 0) {
     snprintf(err, errlen, "cannot open %s/lock: %s (is the helper installed?)", RESERVE_STATE_DIR, strerror(errno));
@@ -329,10 +351,11 @@ static int state_open(struct state *s, int exclusive, char *err, size_t errlen) 
   }
   s->grants_fd = open(RESERVE_STATE_DIR "/grants", O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
   if (s->grants_fd < 0) goto fail_errno;
-  if (read_fd_all(s->grants_fd, buf, sizeof buf, &len) != 0 || reserve_parse_grants(buf, len, &s->gs) != 0) {
+  if (read_fd_all(s->grants_fd, s->text, sizeof s->text, &len) != 0 || reserve_parse_grants(s->text, len, &s->gs) != 0) {
     snprintf(err, errlen, "grant table %s/grants is corrupt; an administrator must repair it", RESERVE_STATE_DIR);
     goto fail;
   }
+  s->text_len = len;
   return 0;
 fail_errno:
   snprintf(err, errlen, "state %s: %s", RESERVE_STATE_DIR, strerror(errno));
@@ -342,13 +365,30 @@ fail:
   return -1;
 }
 
-/* One pwrite of the whole table, then truncate: a rewrite cut short leaves
- * the new table followed by old lines after "end", which the parser ignores. */
+/* One pwrite of the whole table, checked for its full length, then truncate.
+ * A write that comes up short is undone by writing the previous table back.
+ * Whatever happens in between (a kill, a failed undo), the end line's
+ * checksum makes a mix of new and old bytes a corrupt table, never a
+ * different valid one; a new table followed by an old tail is the new table. */
 static int state_write(struct state *s) {
   static char buf[RESERVE_GRANTS_MAX];
   size_t len = reserve_format_grants(&s->gs, buf, sizeof buf);
-  if (len == 0) return -1;
-  if (pwrite(s->grants_fd, buf, len, 0) != (ssize_t)len) return -1;
+  ssize_t w;
+  int e;
+  if (len == 0) {
+    errno = ENOSPC;
+    return -1;
+  }
+  w = pwrite(s->grants_fd, buf, len, 0);
+  if (w != (ssize_t)len) {
+    e = w < 0 ? errno : EIO;
+    if (w > 0 && pwrite(s->grants_fd, s->text, s->text_len, 0) == (ssize_t)s->text_len)
+      (void)!ftruncate(s->grants_fd, (off_t)s->text_len);
+    errno = e;
+    return -1;
+  }
+  memcpy(s->text, buf, len); /* what a later undo in this call goes back to */
+  s->text_len = len;
   if (ftruncate(s->grants_fd, (off_t)len) != 0) return -1;
   return fsync(s->grants_fd);
 }

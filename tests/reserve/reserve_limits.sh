@@ -191,10 +191,52 @@ as_nobody 50
 expect_eq "$RC/$(nr)" "0/70" "a grant that fits the capacity"
 rm -f "$(fake_pool capacity)"
 
+# --- RLIMIT_FSIZE: Linux cuts a write at the caller's file size limit even
+# when it overwrites; a rewrite cut short used to leave the new table's head
+# over the old tail (lines duplicated or lost).  Now the helper raises the
+# soft limit to the hard one and refuses to write when that is not enough. ---
+set_pool 0 0
+for u in 4001 4002 4003 4004 4005; do as_user $u $((u - 3990)); done # 11..15 pages each
+table=$FAKE/var/lib/hugepool/grants
+cp "$table" "$INST/table.before"
+pool_before=$(nr)
+as_fsize() { # limit uid helper-args...: sets OUT/ERR/RC
+  local lim=$1 uid=$2
+  shift 2
+  set +e
+  # (stderr into the pipe too: a file would itself be cut at the limit)
+  OUT=$(prlimit --fsize="$lim" setpriv --reuid="$uid" --regid=65534 --clear-groups "$HELPER" "$@" 2>&1)
+  RC=$?
+  set -e
+  ERR=$OUT
+}
+for n in 0 1 60 100 130 4096 32767; do
+  as_fsize "$n:$n" 4001 --release # the first line goes: every other line would move up
+  [[ $RC == 1 ]] || fail "fsize $n: release exit $RC ($OUT $ERR)"
+  grep -q 'RLIMIT_FSIZE' <<<"$ERR" || fail "fsize $n: message: $ERR"
+  cmp -s "$table" "$INST/table.before" || fail "fsize $n: table changed: $(cat "$table")"
+  as_fsize "$n:$n" 4009 20 # a new user: the table would grow
+  [[ $RC == 1 && $(nr) == "$pool_before" ]] || fail "fsize $n: grant exit $RC, pool $(nr)"
+  cmp -s "$table" "$INST/table.before" || fail "fsize $n: table changed by a grant: $(cat "$table")"
+done
+pass "hard RLIMIT_FSIZE below the table's size: release and grant refused, table and pool unchanged"
+as_user 4003 --status
+grep -q '13 pages of 2048 kB on node any' <<<"$OUT" || fail "accounting after the RLIMIT_FSIZE cases: $OUT"
+as_fsize 0:unlimited 4001 --release
+expect_eq "$RC/$(nr)" "0/$((pool_before - 11))" "soft RLIMIT_FSIZE 0 (hard unlimited): raised, the release works"
+as_fsize 32768:32768 4002 --release
+expect_eq "$RC/$(nr)" "0/$((pool_before - 23))" "hard RLIMIT_FSIZE of the table's maximum size is enough"
+for u in 4003 4004 4005; do as_user $u --release; done
+expect_eq "$(nr)/$(grep -c . "$table")" "0/2" "everything given back, table empty"
+set_pool 70 70 # as the partial grant above left it
+
 # --- a damaged grant table stops everything (fail closed) ---
 printf '65534 any 2048 50\n' >"$FAKE/var/lib/hugepool/grants"
 as_nobody 60
 expect_rc 1 "corrupt grant table refused"
+printf '65534 any 2048 50\nend\n' >"$FAKE/var/lib/hugepool/grants"
+as_nobody 60
+expect_rc 1 "grant table without its checksum refused"
 expect_err "corrupt" "corrupt table message"
 expect_eq "$(nr)" 70 "pool unchanged with a corrupt table"
 

@@ -57,8 +57,8 @@ setpriv --reuid=65534 --regid=65534 --clear-groups env LD_PRELOAD="$INST/tools/l
 [[ ! -e $marker ]] || fail "LD_PRELOAD/LD_AUDIT library ran in the installed helper"
 pass "installed helper ignores LD_PRELOAD and LD_AUDIT"
 
-# A caller's RLIMIT_FSIZE = 0 makes the grant table unwritable (sysfs is not
-# affected): the pool must come back and the accounting stay right.
+# A caller's hard RLIMIT_FSIZE = 0 would make the grant table unwritable
+# (sysfs is not affected): refused before anything changes.
 as_nobody --release
 expect_eq "$RC/$(real_nr)" "0/$base" "release before the RLIMIT_FSIZE case"
 as_nobody 10
@@ -68,8 +68,8 @@ set +e
 OUT=$(fsize 20)
 RC=$?
 set -e
-expect_eq "$RC/$(real_nr)" "1/$((base + 10))" "RLIMIT_FSIZE=0: grant fails, pool restored"
-grep -q 'cannot record the grant' <<<"$OUT" || fail "RLIMIT_FSIZE grant message: $OUT"
+expect_eq "$RC/$(real_nr)" "1/$((base + 10))" "RLIMIT_FSIZE=0: grant refused, pool unchanged"
+grep -q 'RLIMIT_FSIZE' <<<"$OUT" || fail "RLIMIT_FSIZE grant message: $OUT"
 set +e
 OUT=$(fsize --release)
 RC=$?
