@@ -172,6 +172,63 @@ static int meminfo_read(struct meminfo *m) {
   return 0;
 }
 
+/* ---- the caller's own hugetlb use ---- */
+
+/* One "Key:\tvalue..." line of a /proc/<pid>/status text. */
+static const char *status_line(const char *text, const char *key) {
+  const char *p = text;
+  size_t kl = strlen(key);
+  while (p != NULL && *p != '\0') {
+    if (strncmp(p, key, kl) == 0) return p + kl;
+    p = strchr(p, '\n');
+    if (p != NULL) p++;
+  }
+  return NULL;
+}
+
+static int status_number(const char **p, unsigned long long max, unsigned long long *v) {
+  char num[24];
+  size_t n = 0;
+  while (**p == ' ' || **p == '\t') (*p)++;
+  while (**p >= '0' && **p <= '9' && n + 1 < sizeof num) num[n++] = *(*p)++;
+  num[n] = '\0';
+  return reserve_parse_count(num, max, v);
+}
+
+/* Hugetlb memory (kB, every page size) mapped by processes whose real or
+ * effective uid is the caller's: "HugetlbPages:" of /proc/<pid>/status, which
+ * every user may read.  Processes that end while we look are skipped.
+ * Returns 0, or -1 if /proc cannot be read (the release then keeps all). */
+static int caller_hugetlb_kb(uid_t uid, unsigned long long *kb) {
+  DIR *d = opendir(SYS_ROOT "/proc");
+  struct dirent *e;
+  *kb = 0;
+  if (d == NULL) return -1;
+  while ((e = readdir(d)) != NULL) {
+    char path[64], buf[8192];
+    unsigned long long pid, ruid, euid, use;
+    const char *p;
+    size_t len;
+    int fd, rc;
+    if (reserve_parse_count(e->d_name, 1ULL << 31, &pid) != 0) continue;
+    snprintf(path, sizeof path, "%llu/status", pid);
+    fd = openat(dirfd(d), path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) continue;
+    rc = read_fd_all(fd, buf, sizeof buf, &len);
+    close(fd);
+    if (rc != 0) continue;
+    p = status_line(buf, "Uid:");
+    if (p == NULL || status_number(&p, 0xffffffffULL, &ruid) != 0 || status_number(&p, 0xffffffffULL, &euid) != 0)
+      continue;
+    if (ruid != uid && euid != uid) continue;
+    p = status_line(buf, "HugetlbPages:");
+    if (p == NULL || status_number(&p, 1ULL << 50, &use) != 0) continue;
+    *kb += use;
+  }
+  closedir(d);
+  return 0;
+}
+
 /* ---- audit ---- */
 
 void reserve_audit(const struct reserve_caller *who, const char *fmt, ...) {
@@ -518,46 +575,69 @@ static void append(char *msg, size_t msglen, size_t *used, const char *fmt, ...)
 }
 
 /* The table is written before the pool shrinks: if the table cannot be
- * written (say the caller set RLIMIT_FSIZE to 0), nothing changes.  The other
- * order could leave the user charged for pages already given back, and a
- * second release would then take other users' pages. */
+ * written, nothing changes.  The other order could leave the user charged for
+ * pages already given back, and a second release would then take other
+ * users' pages.
+ *
+ * The pool only knows how many pages are free, not whose: a release must not
+ * shrink it by pages the caller's own processes still map, or those would be
+ * taken out of other users' granted-but-unmapped pages while the caller keeps
+ * its own, uncharged.  So each of the caller's pools keeps (still charged) as
+ * many pages as the caller's processes map in hugetlb memory, up to the grant
+ * (the kernel reports one total for every page size and node: each pool
+ * keeps enough to cover all of it, the safe direction). */
 int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen) {
   struct state s;
   struct pool_state st[RESERVE_MAX_GRANTS];
-  unsigned long long plan[RESERVE_MAX_GRANTS];
+  unsigned long long plan[RESERVE_MAX_GRANTS], in_use_kb = 0;
   char err[256], node[16];
   size_t i, used = 0;
-  int rc = RESERVE_OK, any = 0, planned = 0, short_release = 0;
+  int rc = RESERVE_OK, any = 0, planned = 0, short_release = 0, procs_ok;
   msg[0] = '\0';
   if (state_open(&s, 1, err, sizeof err) != 0) {
     snprintf(msg, msglen, "%s", err);
     reserve_audit(who, "action=release outcome=error reason=\"%s\"", msg);
     return RESERVE_FAIL;
   }
+  procs_ok = caller_hugetlb_kb(who->uid, &in_use_kb) == 0;
   for (i = 0; i < s.gs.n; i++) { /* decide, change nothing */
     struct reserve_grant_entry *g = &s.gs.g[i];
+    unsigned long long keep;
     plan[i] = 0;
     if (g->uid != who->uid || g->pages == 0) continue;
     any = 1;
     node_name(node, sizeof node, g->node);
+    keep = !procs_ok ? g->pages : (in_use_kb + g->size_kb - 1) / g->size_kb;
+    if (keep > g->pages) keep = g->pages;
+    if (keep > 0) {
+      reserve_audit(who,
+                    "action=release size=%ukB node=%s request=%llu kept=%llu outcome=kept reason=\"%s %llu kB of "
+                    "hugetlb memory\"",
+                    g->size_kb, node, g->pages, keep, procs_ok ? "your processes map" : "cannot read /proc; assumed",
+                    in_use_kb);
+      append(msg, msglen, &used, "kept %llu of %llu pages of %u kB on node %s: your processes still map %llu kB of "
+             "hugetlb memory (release again when they have ended)\n", keep, g->pages, g->size_kb, node, in_use_kb);
+      rc = RESERVE_FAIL;
+      if (keep == g->pages) continue;
+    }
     if (pool_read(g->node, g->size_kb, &st[i]) != 0) {
       reserve_audit(who, "action=release size=%ukB node=%s request=%llu outcome=error reason=\"pool unreadable\"",
                     g->size_kb, node, g->pages);
       append(msg, msglen, &used, "kept %llu pages of %u kB on node %s: pool unreadable\n", g->pages, g->size_kb, node);
       rc = RESERVE_FAIL;
-    } else if (pool_spare(&st[i]) < g->pages || st[i].nr < g->pages) {
+    } else if (pool_spare(&st[i]) < g->pages - keep || st[i].nr < g->pages - keep) {
       /* Never shrink below what is in use or reserved. */
       reserve_audit(who,
                     "action=release size=%ukB node=%s request=%llu before=%llu after=%llu released=0 "
                     "outcome=refused reason=\"only %llu free unreserved pages\"",
-                    g->size_kb, node, g->pages, st[i].nr, st[i].nr, pool_spare(&st[i]));
+                    g->size_kb, node, g->pages - keep, st[i].nr, st[i].nr, pool_spare(&st[i]));
       append(msg, msglen, &used,
-             "kept %llu pages of %u kB on node %s: pages are in use or reserved (only %llu spare)\n", g->pages,
+             "kept %llu pages of %u kB on node %s: pages are in use or reserved (only %llu spare)\n", g->pages - keep,
              g->size_kb, node, pool_spare(&st[i]));
       rc = RESERVE_FAIL;
     } else {
-      plan[i] = g->pages;
-      g->pages = 0;
+      plan[i] = g->pages - keep;
+      g->pages = keep;
       planned = 1;
     }
   }
@@ -591,7 +671,7 @@ int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen) 
     append(msg, msglen, &used, "released %llu pages of %u kB on node %s (pool %llu -> %llu)\n", released, g->size_kb,
            node, st[i].nr, got);
     if (released != plan[i]) {
-      g->pages = plan[i] - released; /* still the user's */
+      g->pages += plan[i] - released; /* still the user's */
       short_release = 1;
       rc = RESERVE_FAIL;
     }

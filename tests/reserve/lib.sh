@@ -26,7 +26,7 @@ make_inst_dir() {
   on_exit "rm -rf '$INST'"
   # Tools an unprivileged user runs or might load: copies they can reach.
   mkdir -p "$INST/tools"
-  cp "$RESERVE_TOOLS/execve_argc0" "$RESERVE_TOOLS/libmarker_preload.so" "$INST/tools/"
+  cp "$RESERVE_TOOLS/execve_argc0" "$RESERVE_TOOLS/libmarker_preload.so" "$RESERVE_TOOLS/hugetlb_hold" "$INST/tools/"
   chmod -R a+rX "$INST/tools"
   if findmnt -n -o OPTIONS -T "$INST" | tr ',' '\n' | grep -qx nosuid; then
     fail "/var/tmp is mounted nosuid: cannot test a setgid install"
@@ -39,6 +39,11 @@ fake_node() { echo "$FAKE/sys/devices/system/node/node$1/hugepages/hugepages-${3
 fake_meminfo() { # total_kb avail_kb hugetlb_kb
   printf 'MemTotal:       %s kB\nMemFree:        %s kB\nMemAvailable:   %s kB\nHugePages_Total:       0\nHugetlb:        %s kB\n' \
     "$1" "$2" "$2" "$3" >"$FAKE/proc/meminfo"
+}
+fake_proc() { # pid ruid hugetlb_kb: a process in the fake /proc (only what the helper reads)
+  mkdir -p "$FAKE/proc/$1"
+  printf 'Name:\tapp\nState:\tS (sleeping)\nUid:\t%s\t%s\t%s\t%s\nGid:\t0\t0\t0\t0\nHugetlbPages:\t%8s kB\n' \
+    "$2" "$2" "$2" "$2" "$3" >"$FAKE/proc/$1/status"
 }
 write_conf() { rm -f "$FAKE/etc/hugepool/reserve.conf"; cat >"$FAKE/etc/hugepool/reserve.conf"; chmod 0644 "$FAKE/etc/hugepool/reserve.conf"; }
 default_conf() {

@@ -177,6 +177,39 @@ echo 0 >"$(fake_pool resv_hugepages)"
 as_nobody --release
 expect_eq "$RC/$(nr)" "0/0" "release once the pages are free again"
 
+# --- a release never takes other users' granted pages while the caller's own
+# processes still map theirs (the pool cannot tell whose free pages are whose) ---
+set_pool 0 0
+as_nobody 100
+expect_rc 0 "alice (nobody) grants 100"
+echo 0 >"$(fake_pool free_hugepages)" # ... and maps all 100
+fake_proc 5001 65534 204800
+as_user 4242 100
+expect_eq "$RC/$(nr)/$(cat "$(fake_pool free_hugepages)")" "0/200/100" "bob grants 100, unmapped"
+as_nobody --release
+expect_rc 1 "alice's release while her processes map her pages"
+expect_err "kept 100 of 100 pages" "release names what is kept"
+expect_eq "$(nr)/$(cat "$(fake_pool free_hugepages)")" "200/100" "bob's free pages not given back in alice's name"
+as_nobody --status
+grep -q '100 pages of 2048 kB on node any' <<<"$OUT" || fail "alice no longer charged: $OUT"
+pass "alice still charged for the pages she maps"
+fake_proc 5001 65534 61440 # her process now maps 30 pages (the rest freed)
+echo 70 >"$(fake_pool free_hugepages)"
+fake_proc 5002 4242 409600 # another user's mappings do not count for alice
+as_nobody --release
+expect_eq "$RC/$(nr)" "1/130" "partial release: 70 given back, 30 kept"
+expect_err "kept 30 of 100 pages" "partial release message"
+as_nobody --status
+grep -q '30 pages of 2048 kB on node any' <<<"$OUT" || fail "alice's remainder: $OUT"
+rm -rf "$FAKE/proc/5001" "$FAKE/proc/5002"
+echo 130 >"$(fake_pool free_hugepages)"
+as_nobody --release
+expect_eq "$RC/$(nr)" "0/100" "her process gone: the last 30 given back"
+as_user 4242 --status
+grep -q '100 pages of 2048 kB on node any' <<<"$OUT" || fail "bob's grant: $OUT"
+as_user 4242 --release
+expect_eq "$RC/$(nr)" "0/0" "bob's release"
+
 # --- the kernel allocates fewer pages than asked: restore, grant nothing ---
 set_pool 20 20
 echo 70 >"$(fake_pool capacity)"
