@@ -19,6 +19,25 @@ _run_cleanups() {
 }
 trap _run_cleanups EXIT
 
+# The compiled-in test tree's parent ($RESERVE_TEST_DIR) has a predictable
+# name in world-writable /var/tmp, and these tests run as root and install
+# setgid binaries below it: a local user who created it first would control
+# the tree.  Use it only as a root-owned 0755 directory that is not a symlink;
+# anything else there is removed (rm does not follow symlinks) and the
+# directory made anew with mkdir (no -p: it must be ours).
+ensure_test_dir() { # [dir]
+  local d=${1:-$RESERVE_TEST_DIR} what
+  what=$(stat -c '%F %u %a' -- "$d" 2>/dev/null || echo none)
+  [[ $what == "directory 0 755" ]] && return 0
+  if [[ $what != none ]]; then
+    echo "note: $d was not a root-owned 0755 directory ($what): removing it" >&2
+    rm -rf --one-file-system -- "$d" || fail "cannot remove $d"
+  fi
+  mkdir -m 0755 -- "$d" 2>/dev/null || true # (another test may have just made it)
+  what=$(stat -c '%F %u %a' -- "$d" 2>/dev/null || echo none)
+  [[ $what == "directory 0 755" ]] || fail "$d is not a root-owned 0755 directory ($what): someone else made it; remove it"
+}
+
 # A tmp dir every user can traverse, on a filesystem that honours setgid.
 make_inst_dir() {
   INST=$(mktemp -d /var/tmp/hugepool-reserve-test.XXXXXX)
@@ -56,10 +75,11 @@ CONF
 }
 
 fake_setup() {
+  ensure_test_dir
   rm -rf "$FAKE"
+  mkdir -m 0755 "$FAKE"
   mkdir -p "$FAKE/proc" "$FAKE/etc/hugepool"
   on_exit "rm -rf '$FAKE'; rmdir '$RESERVE_TEST_DIR' 2>/dev/null"
-  chmod 0755 "$RESERVE_TEST_DIR" "$FAKE"
   local kb n
   for kb in 2048 1048576; do
     mkdir -p "$FAKE/sys/kernel/mm/hugepages/hugepages-${kb}kB"
@@ -124,10 +144,11 @@ real_pool_setup() {
   for f in "${_files[@]}"; do _modes+=("$(stat -c '%a %u %g' "$f")"); done
   on_exit _real_pool_restore
   REAL=$RESERVE_TEST_DIR/real
+  ensure_test_dir
   rm -rf "$REAL"
+  mkdir -m 0755 "$REAL"
   mkdir -p "$REAL/etc/hugepool"
   on_exit "rm -rf '$REAL'; rmdir '$RESERVE_TEST_DIR' 2>/dev/null"
-  chmod 0755 "$RESERVE_TEST_DIR" "$REAL"
   cat >"$REAL/etc/hugepool/reserve.conf"
   make_inst_dir
   bash "$RESERVE_SRC/install.sh" --bin "$RESERVE_BIN_DIR/hugepool-reserve-realpool" --prefix "$INST" \
