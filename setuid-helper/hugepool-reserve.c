@@ -147,11 +147,11 @@ int main(int argc, char *argv[]) {
     case ACT_RELEASE:
       rc = reserve_release(&who, msg, sizeof msg);
       say(rc == RESERVE_OK ? 1 : 2, rc == RESERVE_OK ? "" : "failed: ", msg);
-      return rc;
+      return rc == RESERVE_OK ? RESERVE_OK : RESERVE_FAIL;
     case ACT_GRANT:
       rc = reserve_grant(&conf, &who, &rq, msg, sizeof msg);
       say(rc == RESERVE_OK ? 1 : 2, rc == RESERVE_OK ? "" : "failed: ", msg);
-      return rc;
+      return rc == RESERVE_OK ? RESERVE_OK : RESERVE_FAIL;
     default: return RESERVE_USAGE;
   }
 }

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <signal.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -382,9 +384,59 @@ int reserve_fsize_ok(void) {
   return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= RESERVE_GRANTS_MAX;
 }
 
-static int state_open(struct state *s, int exclusive, char *err, size_t errlen) {
+/* Root side (the Slurm prolog/epilog, or root running the helper) only.
+ * A user may SIGSTOP their own helper while it holds the lock (it keeps the
+ * caller's real uid, so the caller may signal it) and so block everybody.
+ * The kernel lists every flock holder's pid in /proc/locks; a holder that is
+ * a helper process (name, and the lock file's group as its effective gid) and
+ * is stopped (state T) is killed.  That is safe at any point: a stopped
+ * process is never inside a write (it stops on its way back to user space),
+ * and the helper's order of operations tolerates a kill between any two
+ * steps (see README.md).  Only helpers can hold the lock: the lock file is
+ * root:<group> 0660 and the helper never forks or execs.
+ * The real /proc even in a test build: these are real processes. */
+static int kill_stopped_holders(const struct reserve_caller *who, int lock_fd) {
+  char want[64], line[256];
+  struct stat st;
+  FILE *f;
+  int killed = 0;
+  if (fstat(lock_fd, &st) != 0) return 0;
+  snprintf(want, sizeof want, "%02x:%02x:%lu", major(st.st_dev), minor(st.st_dev), (unsigned long)st.st_ino);
+  f = fopen("/proc/locks", "re");
+  if (f == NULL) return 0;
+  while (fgets(line, sizeof line, f) != NULL) {
+    char type[16], id[16], dev[64], stat_path[64], buf[2048], *p;
+    unsigned long long pid, egid = ~0ULL, dummy;
+    const char *q;
+    size_t len;
+    /* "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; waiters have "->" */
+    if (sscanf(line, "%15s %15s %*s %*s %20s %63s", id, type, stat_path, dev) != 4) continue;
+    if (strcmp(type, "FLOCK") != 0 || strcmp(dev, want) != 0) continue;
+    if (reserve_parse_count(stat_path, 1ULL << 31, &pid) != 0 || pid == (unsigned long long)getpid()) continue;
+    snprintf(stat_path, sizeof stat_path, "/proc/%llu/stat", pid);
+    if (read_small(stat_path, buf, sizeof buf, &len) != 0) continue;
+    p = strrchr(buf, ')'); /* "pid (comm) T ...": comm may hold anything, the state follows the last ')' */
+    if (p == NULL || strstr(buf, " (hugepool-reserv) ") != strchr(buf, ' ') || p[1] != ' ' || p[2] != 'T') continue;
+    snprintf(stat_path, sizeof stat_path, "/proc/%llu/status", pid);
+    if (read_small(stat_path, buf, sizeof buf, &len) != 0) continue;
+    q = status_line(buf, "Gid:");
+    if (q == NULL || status_number(&q, 0xffffffffULL, &dummy) != 0 || status_number(&q, 0xffffffffULL, &egid) != 0 ||
+        egid != st.st_gid)
+      continue;
+    if (kill((pid_t)pid, SIGKILL) == 0) {
+      killed++;
+      reserve_audit(who, "action=recover pid=%llu outcome=killed reason=\"a stopped hugepool-reserve held the lock\"",
+                    pid);
+    }
+  }
+  fclose(f);
+  return killed;
+}
+
+/* Returns 0, -1 (error, message in err) or -2 (the lock stayed busy). */
+static int state_open(const struct reserve_caller *who, struct state *s, int exclusive, char *err, size_t errlen) {
   size_t len;
-  int waited = 0;
+  int waited = 0, rounds = 0;
   struct timespec ts = {0, 20L * 1000 * 1000};
   s->grants_fd = -1;
   if (exclusive && !reserve_fsize_ok()) {
@@ -400,8 +452,15 @@ static int state_open(struct state *s, int exclusive, char *err, size_t errlen) 
   while (flock(s->lock_fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK && errno != EINTR) goto fail_errno;
     if (waited >= RESERVE_LOCK_WAIT_MS) {
+      /* Root: kill a stopped helper holding the lock and wait once more. */
+      if (geteuid() == 0 && rounds < 3 && kill_stopped_holders(who, s->lock_fd) > 0) {
+        rounds++;
+        waited = 0;
+        continue;
+      }
       snprintf(err, errlen, "another reservation held the lock for %d s; try again", RESERVE_LOCK_WAIT_MS / 1000);
-      goto fail;
+      close(s->lock_fd);
+      return -2;
     }
     nanosleep(&ts, NULL);
     waited += 20;
@@ -480,6 +539,7 @@ int reserve_grant(const struct reserve_config *c, const struct reserve_caller *w
   unsigned long long cur, delta, user_2m = 0, delta_kb, target, got, back;
   char node[16], err[256];
   size_t i;
+  int rc;
   node_name(node, sizeof node, rq->node);
 #define REFUSE(...)                                                                                           \
   do {                                                                                                        \
@@ -489,11 +549,11 @@ int reserve_grant(const struct reserve_config *c, const struct reserve_caller *w
     state_close(&s);                                                                                          \
     return RESERVE_FAIL;                                                                                      \
   } while (0)
-  if (state_open(&s, 1, err, sizeof err) != 0) {
+  if ((rc = state_open(who, &s, 1, err, sizeof err)) != 0) {
     snprintf(msg, msglen, "%s", err);
     reserve_audit(who, "action=grant size=%ukB node=%s request=%llu granted=0 outcome=error reason=\"%s\"", rq->size_kb,
                   node, rq->pages, msg);
-    return RESERVE_FAIL;
+    return rc == -2 ? RESERVE_BUSY : RESERVE_FAIL;
   }
   if (pool_read(rq->node, rq->size_kb, &st) != 0) REFUSE("no %u kB pool on node %s", rq->size_kb, node);
   g = grant_find(&s.gs, who->uid, rq->node, rq->size_kb);
@@ -594,10 +654,10 @@ int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen) 
   size_t i, used = 0;
   int rc = RESERVE_OK, any = 0, planned = 0, short_release = 0, procs_ok;
   msg[0] = '\0';
-  if (state_open(&s, 1, err, sizeof err) != 0) {
+  if ((rc = state_open(who, &s, 1, err, sizeof err)) != 0) {
     snprintf(msg, msglen, "%s", err);
     reserve_audit(who, "action=release outcome=error reason=\"%s\"", msg);
-    return RESERVE_FAIL;
+    return rc == -2 ? RESERVE_BUSY : RESERVE_FAIL;
   }
   procs_ok = caller_hugetlb_kb(who->uid, &in_use_kb) == 0;
   for (i = 0; i < s.gs.n; i++) { /* decide, change nothing */
@@ -712,7 +772,7 @@ int reserve_status(const struct reserve_caller *who, int fd) {
   int any = 0;
   status_size(fd, RESERVE_PAGE_2M);
   status_size(fd, RESERVE_PAGE_1G);
-  if (state_open(&s, 0, err, sizeof err) != 0) {
+  if (state_open(who, &s, 0, err, sizeof err) != 0) {
     dprintf(fd, "grants: %s\n", err);
     return RESERVE_FAIL;
   }

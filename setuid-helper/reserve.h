@@ -85,8 +85,10 @@ struct reserve_caller {
   const char *source; /* "helper" or "slurm" */
 };
 
-/* Exit codes of the helper; the core functions return them too. */
-enum { RESERVE_OK = 0, RESERVE_FAIL = 1, RESERVE_USAGE = 2 };
+/* Exit codes of the helper; the core functions return them too, and
+ * RESERVE_BUSY (the lock stayed held; the helper exits 1) so that the Slurm
+ * epilog can retry. */
+enum { RESERVE_OK = 0, RESERVE_FAIL = 1, RESERVE_USAGE = 2, RESERVE_BUSY = 3 };
 
 /* Is RLIMIT_FSIZE (soft, raised to the hard limit if needed) large enough to
  * rewrite the grant table in one piece?  1 yes, 0 no. */

@@ -287,3 +287,44 @@ expect_eq "$(nr)" 0 "pool unchanged after a lock timeout"
 wait "$holder"
 as_nobody 5
 expect_eq "$RC/$(nr)" "0/5" "works again once the lock is free"
+
+# --- a helper SIGSTOPped while it holds the lock: the root side (Slurm
+# prolog/epilog, root) kills it and goes on; a user still just waits ---
+set_pool 0 0
+rm -f "$FAKE/proc/meminfo"
+mkfifo -m 0644 "$FAKE/proc/meminfo" # the grant blocks reading it, lock held
+setpriv --reuid=65534 --regid=65534 --clear-groups "$HELPER" 5 >"$INST/stuck.out" 2>&1 &
+stuck=$!
+on_exit "kill -9 $stuck 2>/dev/null"
+holds() { grep -Eq "FLOCK +ADVISORY +WRITE +$stuck " /proc/locks; }
+for _ in $(seq 100); do holds && break; sleep 0.05; done
+holds || fail "the helper did not take the lock"
+ROOT_H=$RESERVE_BIN_DIR/hugepool-reserve-fake
+set +e
+OUT=$("$ROOT_H" --release 2>&1)
+RC=$?
+set -e
+expect_rc 1 "root: a running (not stopped) holder is waited for, not killed"
+kill -0 "$stuck" || fail "a running holder was killed"
+kill -STOP "$stuck"
+for _ in $(seq 50); do [[ $(awk '{print $3}' "/proc/$stuck/stat") == T ]] && break; sleep 0.05; done
+as_user 4242 1
+expect_rc 1 "a user's request waits, bounded, behind a stopped helper"
+kill -0 "$stuck" || fail "a user's helper killed another user's helper"
+start=$SECONDS
+set +e
+OUT=$("$ROOT_H" --release 2>&1)
+RC=$?
+set -e
+expect_rc 0 "root: the stopped holder is killed and the release goes through"
+set +e
+wait "$stuck"
+st=$?
+set -e
+expect_eq "$st" 137 "the stopped helper was killed (SIGKILL)"
+((SECONDS - start < 8)) || fail "recovery took $((SECONDS - start)) s"
+rm -f "$FAKE/proc/meminfo"
+fake_meminfo 16777216 12582912 0
+expect_eq "$(nr)/$(cat "$FAKE/var/lib/hugepool/grants")" "0/" "the killed grant changed nothing"
+as_nobody 5
+expect_eq "$RC/$(nr)" "0/5" "the lock works again"
