@@ -174,6 +174,28 @@ static int meminfo_read(struct meminfo *m) {
   return 0;
 }
 
+/* A NUMA node's own memory: "Node N MemTotal:" and "Node N MemFree:" of
+ * /sys/devices/system/node/nodeN/meminfo (a node has no MemAvailable), and
+ * its hugetlb memory from its pools of every page size. */
+static int node_meminfo_read(int node, struct meminfo *m) {
+  char path[512], buf[8192], key[48];
+  size_t len;
+  unsigned long long nr;
+  static const unsigned sizes[] = {RESERVE_PAGE_2M, RESERVE_PAGE_1G};
+  size_t i;
+  if (snprintf(path, sizeof path, SYS_ROOT "/sys/devices/system/node/node%d/meminfo", node) >= (int)sizeof path ||
+      read_small(path, buf, sizeof buf, &len) != 0)
+    return -1;
+  snprintf(key, sizeof key, "Node %d MemTotal:", node);
+  if (meminfo_field(buf, key, &m->total_kb) != 0) return -1;
+  snprintf(key, sizeof key, "Node %d MemFree:", node);
+  if (meminfo_field(buf, key, &m->avail_kb) != 0) return -1;
+  m->hugetlb_kb = 0;
+  for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    if (pool_file_read(node, sizes[i], "nr_hugepages", &nr) == 0) m->hugetlb_kb += nr * sizes[i];
+  return 0;
+}
+
 /* ---- the caller's own hugetlb use ---- */
 
 /* One "Key:\tvalue..." line of a /proc/<pid>/status text. */
@@ -580,6 +602,17 @@ int reserve_grant(const struct reserve_config *c, const struct reserve_caller *w
            mi.hugetlb_kb + delta_kb, mi.total_kb, c->max_permille);
   if (mi.avail_kb < delta_kb || mi.avail_kb - delta_kb < c->min_free_mb * 1024)
     REFUSE("limit min_free_mb: only %llu MB available, %llu MB must stay free", mi.avail_kb / 1024, c->min_free_mb);
+  if (rq->node >= 0) {
+    /* The same limits for the node's own memory: a node pool must not take
+     * a whole node's memory even when the machine as a whole has plenty. */
+    if (node_meminfo_read(rq->node, &mi) != 0) REFUSE("cannot read the meminfo of node %s", node);
+    if ((mi.hugetlb_kb + delta_kb) * 1000 > mi.total_kb * c->max_permille)
+      REFUSE("limit max_fraction on node %s: its hugetlb memory would be %llu kB of %llu kB, the site allows %u/1000",
+             node, mi.hugetlb_kb + delta_kb, mi.total_kb, c->max_permille);
+    if (mi.avail_kb < delta_kb || mi.avail_kb - delta_kb < c->min_free_mb * 1024)
+      REFUSE("limit min_free_mb on node %s: only %llu MB free there, %llu MB must stay free", node, mi.avail_kb / 1024,
+             c->min_free_mb);
+  }
 
   target = st.nr + delta;
   if (pool_write_nr(rq->node, rq->size_kb, target) != 0 ||

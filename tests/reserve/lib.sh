@@ -64,6 +64,10 @@ fake_proc() { # pid ruid hugetlb_kb: a process in the fake /proc (only what the 
   printf 'Name:\tapp\nState:\tS (sleeping)\nUid:\t%s\t%s\t%s\t%s\nGid:\t0\t0\t0\t0\nHugetlbPages:\t%8s kB\n' \
     "$2" "$2" "$2" "$2" "$3" >"$FAKE/proc/$1/status"
 }
+fake_node_meminfo() { # node total_kb free_kb
+  printf 'Node %s MemTotal:       %s kB\nNode %s MemFree:        %s kB\nNode %s MemUsed:        0 kB\n' \
+    "$1" "$2" "$1" "$3" "$1" >"$FAKE/sys/devices/system/node/node$1/meminfo"
+}
 write_conf() { rm -f "$FAKE/etc/hugepool/reserve.conf"; cat >"$FAKE/etc/hugepool/reserve.conf"; chmod 0644 "$FAKE/etc/hugepool/reserve.conf"; }
 default_conf() {
   write_conf <<CONF
@@ -90,6 +94,8 @@ fake_setup() {
     done
   done
   fake_meminfo 16777216 12582912 0
+  fake_node_meminfo 0 8388608 6291456
+  fake_node_meminfo 1 8388608 6291456
   default_conf
   make_inst_dir
   bash "$RESERVE_SRC/install.sh" --bin "$RESERVE_BIN_DIR/hugepool-reserve-fake" --prefix "$INST" \

@@ -68,6 +68,40 @@ expect_err "limit max_fraction" "max_fraction message"
 as_nobody 1536
 expect_eq "$RC/$(nr)" "0/1536" "max_fraction: exactly at the limit"
 
+# --- the same limits per NUMA node, from the node's own meminfo: here the
+# machine has room, node 1 (2 GiB) does not ---
+write_conf <<CONF
+max_pages 100000
+max_fraction 0.5
+min_free_mb 512
+group nogroup
+CONF
+set_pool 0 0
+fake_meminfo 16777216 16777216 0
+fake_node_meminfo 1 2097152 2097152
+echo 100 >"$(fake_node 1 nr_hugepages 2048)" # 200 MiB there already
+as_nobody 413 --node 1                       # 200 + 826 MiB > 1 GiB = half of node 1
+expect_rc 1 "node max_fraction: over the node's half is refused"
+expect_err "limit max_fraction on node 1" "node max_fraction message"
+expect_eq "$(cat "$(fake_node 1 nr_hugepages)")" 100 "node 1 pool unchanged"
+as_nobody 412 --node 1
+expect_rc 0 "node max_fraction: exactly at the limit"
+echo 100 >"$(fake_node 1 nr_hugepages 2048)"
+: >"$FAKE/var/lib/hugepool/grants"
+fake_node_meminfo 1 2097152 614400 # 600 MiB free on node 1, 512 must stay
+as_nobody 45 --node 1
+expect_rc 1 "node min_free_mb: only 88 MiB may be taken"
+expect_err "limit min_free_mb on node 1" "node min_free_mb message"
+as_nobody 44 --node 1
+expect_rc 0 "node min_free_mb: 88 MiB is allowed"
+as_nobody 30 --node 0
+expect_rc 0 "another node with room is not affected"
+as_nobody 1000
+expect_rc 0 "a grant on any node uses the machine-wide numbers only"
+echo 0 >"$(fake_node 1 nr_hugepages 2048)"
+fake_node_meminfo 1 8388608 6291456
+fake_meminfo 16777216 12582912 0
+
 # --- min_free_mb ---
 write_conf <<CONF
 max_pages 100000
