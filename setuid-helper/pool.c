@@ -11,8 +11,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <signal.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -462,8 +462,10 @@ static int state_open(const struct reserve_caller *who, struct state *s, int exc
   struct timespec ts = {0, 20L * 1000 * 1000};
   s->grants_fd = -1;
   if (exclusive && !reserve_fsize_ok()) {
-    snprintf(err, errlen, "your file size limit (RLIMIT_FSIZE, ulimit -f) is below %d bytes: the grant table could "
-             "not be written safely; raise it", RESERVE_GRANTS_MAX);
+    snprintf(err, errlen,
+             "your file size limit (RLIMIT_FSIZE, ulimit -f) is below %d bytes: the grant table could "
+             "not be written safely; raise it",
+             RESERVE_GRANTS_MAX);
     return -1;
   }
   s->lock_fd = open(RESERVE_STATE_DIR "/lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
@@ -489,7 +491,8 @@ static int state_open(const struct reserve_caller *who, struct state *s, int exc
   }
   s->grants_fd = open(RESERVE_STATE_DIR "/grants", O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
   if (s->grants_fd < 0) goto fail_errno;
-  if (read_fd_all(s->grants_fd, s->text, sizeof s->text, &len) != 0 || reserve_parse_grants(s->text, len, &s->gs) != 0) {
+  if (read_fd_all(s->grants_fd, s->text, sizeof s->text, &len) != 0 ||
+      reserve_parse_grants(s->text, len, &s->gs) != 0) {
     snprintf(err, errlen, "grant table %s/grants is corrupt; an administrator must repair it", RESERVE_STATE_DIR);
     goto fail;
   }
@@ -708,8 +711,10 @@ int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen) 
                     "hugetlb memory\"",
                     g->size_kb, node, g->pages, keep, procs_ok ? "your processes map" : "cannot read /proc; assumed",
                     in_use_kb);
-      append(msg, msglen, &used, "kept %llu of %llu pages of %u kB on node %s: your processes still map %llu kB of "
-             "hugetlb memory (release again when they have ended)\n", keep, g->pages, g->size_kb, node, in_use_kb);
+      append(msg, msglen, &used,
+             "kept %llu of %llu pages of %u kB on node %s: your processes still map %llu kB of "
+             "hugetlb memory (release again when they have ended)\n",
+             keep, g->pages, g->size_kb, node, in_use_kb);
       rc = RESERVE_FAIL;
       if (keep == g->pages) continue;
     }

@@ -159,11 +159,11 @@ TEST_CASE("grant table torn at any offset is corrupt") {
   before.g[2] = reserve_grant_entry{1003, -1, RESERVE_PAGE_2M, 10};
   before.g[3] = reserve_grant_entry{1004, 0, RESERVE_PAGE_2M, 7};
   after = before;
-  after.g[0].pages = 0; // user 1001 released: every later line moves up
+  after.g[0].pages = 0;  // user 1001 released: every later line moves up
   size_t olen = reserve_format_grants(&before, oldbuf, sizeof oldbuf);
   size_t nlen = reserve_format_grants(&after, newbuf, sizeof newbuf);
   REQUIRE(olen > nlen);
-  size_t same = 0; // bytes both tables share at the start: a cut there leaves the old table
+  size_t same = 0;  // bytes both tables share at the start: a cut there leaves the old table
   while (oldbuf[same] == newbuf[same]) same++;
   for (size_t cut = 1; cut < nlen; cut++) {
     std::string torn(newbuf, cut);
@@ -190,7 +190,7 @@ TEST_CASE("grant table with a duplicate entry is corrupt") {
   size_t len = reserve_format_grants(&gs, buf, sizeof buf);
   REQUIRE(len > 0);
   CHECK(reserve_parse_grants(buf, len, &back) == -1);
-  gs.g[1].node = 0; // same user, another pool: fine
+  gs.g[1].node = 0;  // same user, another pool: fine
   len = reserve_format_grants(&gs, buf, sizeof buf);
   CHECK(reserve_parse_grants(buf, len, &back) == 0);
 }
