@@ -100,6 +100,9 @@ int main(int argc, char *argv[]) {
   sigprocmask(SIG_SETMASK, &all, NULL);
   umask(077);
   if (chdir("/") != 0) return RESERVE_FAIL;
+  /* A small RLIMIT_FSIZE would cut our writes short: soft limit up to the
+   * hard one here; the core refuses to write the table if that is not enough. */
+  (void)reserve_fsize_ok();
   openlog("hugepool-reserve", LOG_PID, LOG_AUTHPRIV);
 
   memset(&who, 0, sizeof who);
@@ -144,11 +147,11 @@ int main(int argc, char *argv[]) {
     case ACT_RELEASE:
       rc = reserve_release(&who, msg, sizeof msg);
       say(rc == RESERVE_OK ? 1 : 2, rc == RESERVE_OK ? "" : "failed: ", msg);
-      return rc;
+      return rc == RESERVE_OK ? RESERVE_OK : RESERVE_FAIL;
     case ACT_GRANT:
       rc = reserve_grant(&conf, &who, &rq, msg, sizeof msg);
       say(rc == RESERVE_OK ? 1 : 2, rc == RESERVE_OK ? "" : "failed: ", msg);
-      return rc;
+      return rc == RESERVE_OK ? RESERVE_OK : RESERVE_FAIL;
     default: return RESERVE_USAGE;
   }
 }

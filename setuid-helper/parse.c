@@ -216,6 +216,24 @@ int reserve_parse_config(const char *text, size_t len, struct reserve_config *c,
   return 0;
 }
 
+unsigned long long reserve_grants_checksum(const char *text, size_t len) {
+  unsigned long long h = 0xcbf29ce484222325ULL; /* FNV-1a, 64 bit */
+  size_t i;
+  for (i = 0; i < len; i++) {
+    h ^= (unsigned char)text[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+/* "end <16 hex digits>": the checksum of everything before that line. */
+static int end_line_ok(const char *line, const char *text, size_t line_start) {
+  char want[24];
+  if (strncmp(line, "end ", 4) != 0) return 0;
+  snprintf(want, sizeof want, "%016llx", reserve_grants_checksum(text, line_start));
+  return strcmp(line + 4, want) == 0;
+}
+
 int reserve_parse_grants(const char *text, size_t len, struct reserve_grants *gs) {
   size_t pos = 0;
   gs->n = 0;
@@ -223,9 +241,10 @@ int reserve_parse_grants(const char *text, size_t len, struct reserve_grants *gs
   if (len > RESERVE_GRANTS_MAX) return -1;
   while (pos < len) {
     char line[96], *f[4], *save = NULL;
-    size_t n = 0;
+    size_t n = 0, start = pos, i;
     int k;
     unsigned long long uid, node = 0, size, pages;
+    int nd;
     while (pos < len && text[pos] != '\n') {
       if (text[pos] == '\0' || n + 1 >= sizeof line) return -1;
       line[n++] = text[pos++];
@@ -234,7 +253,12 @@ int reserve_parse_grants(const char *text, size_t len, struct reserve_grants *gs
     pos++;
     line[n] = '\0';
     if (line[0] == '#') continue;
-    if (strcmp(line, "end") == 0) return 0; /* anything after "end" is a torn rewrite's tail */
+    /* The end line carries a checksum of the table above it.  A rewrite cut
+     * short (a write error, a kill between pages) leaves the new table's head
+     * followed by the old table's tail, whose end line does not match it: the
+     * table is then corrupt (fail closed), never silently a different table.
+     * Anything after a matching end line is an old tail not yet truncated. */
+    if (strncmp(line, "end", 3) == 0) return end_line_ok(line, text, start) ? 0 : -1;
     for (k = 0; k < 4; k++) {
       f[k] = strtok_r(k == 0 ? line : NULL, " ", &save);
       if (f[k] == NULL) return -1;
@@ -246,8 +270,11 @@ int reserve_parse_grants(const char *text, size_t len, struct reserve_grants *gs
       return -1;
     if (reserve_parse_count(f[3], RESERVE_MAX_PAGES, &pages) != 0 || pages == 0) return -1;
     if (gs->n >= RESERVE_MAX_GRANTS) return -1;
+    nd = strcmp(f[1], "any") == 0 ? -1 : (int)node;
+    for (i = 0; i < gs->n; i++) /* one entry per user and pool: a duplicate is damage */
+      if (gs->g[i].uid == (uid_t)uid && gs->g[i].node == nd && gs->g[i].size_kb == (unsigned)size) return -1;
     gs->g[gs->n].uid = (uid_t)uid;
-    gs->g[gs->n].node = strcmp(f[1], "any") == 0 ? -1 : (int)node;
+    gs->g[gs->n].node = nd;
     gs->g[gs->n].size_kb = (unsigned)size;
     gs->g[gs->n].pages = pages;
     gs->n++;
@@ -273,7 +300,7 @@ size_t reserve_format_grants(const struct reserve_grants *gs, char *buf, size_t 
     if (w < 0 || (size_t)w >= cap - used) return 0;
     used += (size_t)w;
   }
-  w = snprintf(buf + used, cap - used, "end\n");
+  w = snprintf(buf + used, cap - used, "end %016llx\n", reserve_grants_checksum(buf, used));
   if (w < 0 || (size_t)w >= cap - used) return 0;
   return used + (size_t)w;
 }

@@ -12,11 +12,14 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -171,6 +174,85 @@ static int meminfo_read(struct meminfo *m) {
   return 0;
 }
 
+/* A NUMA node's own memory: "Node N MemTotal:" and "Node N MemFree:" of
+ * /sys/devices/system/node/nodeN/meminfo (a node has no MemAvailable), and
+ * its hugetlb memory from its pools of every page size. */
+static int node_meminfo_read(int node, struct meminfo *m) {
+  char path[512], buf[8192], key[48];
+  size_t len;
+  unsigned long long nr;
+  static const unsigned sizes[] = {RESERVE_PAGE_2M, RESERVE_PAGE_1G};
+  size_t i;
+  if (snprintf(path, sizeof path, SYS_ROOT "/sys/devices/system/node/node%d/meminfo", node) >= (int)sizeof path ||
+      read_small(path, buf, sizeof buf, &len) != 0)
+    return -1;
+  snprintf(key, sizeof key, "Node %d MemTotal:", node);
+  if (meminfo_field(buf, key, &m->total_kb) != 0) return -1;
+  snprintf(key, sizeof key, "Node %d MemFree:", node);
+  if (meminfo_field(buf, key, &m->avail_kb) != 0) return -1;
+  m->hugetlb_kb = 0;
+  for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    if (pool_file_read(node, sizes[i], "nr_hugepages", &nr) == 0) m->hugetlb_kb += nr * sizes[i];
+  return 0;
+}
+
+/* ---- the caller's own hugetlb use ---- */
+
+/* One "Key:\tvalue..." line of a /proc/<pid>/status text. */
+static const char *status_line(const char *text, const char *key) {
+  const char *p = text;
+  size_t kl = strlen(key);
+  while (p != NULL && *p != '\0') {
+    if (strncmp(p, key, kl) == 0) return p + kl;
+    p = strchr(p, '\n');
+    if (p != NULL) p++;
+  }
+  return NULL;
+}
+
+static int status_number(const char **p, unsigned long long max, unsigned long long *v) {
+  char num[24];
+  size_t n = 0;
+  while (**p == ' ' || **p == '\t') (*p)++;
+  while (**p >= '0' && **p <= '9' && n + 1 < sizeof num) num[n++] = *(*p)++;
+  num[n] = '\0';
+  return reserve_parse_count(num, max, v);
+}
+
+/* Hugetlb memory (kB, every page size) mapped by processes whose real or
+ * effective uid is the caller's: "HugetlbPages:" of /proc/<pid>/status, which
+ * every user may read.  Processes that end while we look are skipped.
+ * Returns 0, or -1 if /proc cannot be read (the release then keeps all). */
+static int caller_hugetlb_kb(uid_t uid, unsigned long long *kb) {
+  DIR *d = opendir(SYS_ROOT "/proc");
+  struct dirent *e;
+  *kb = 0;
+  if (d == NULL) return -1;
+  while ((e = readdir(d)) != NULL) {
+    char path[64], buf[8192];
+    unsigned long long pid, ruid, euid, use;
+    const char *p;
+    size_t len;
+    int fd, rc;
+    if (reserve_parse_count(e->d_name, 1ULL << 31, &pid) != 0) continue;
+    snprintf(path, sizeof path, "%llu/status", pid);
+    fd = openat(dirfd(d), path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) continue;
+    rc = read_fd_all(fd, buf, sizeof buf, &len);
+    close(fd);
+    if (rc != 0) continue;
+    p = status_line(buf, "Uid:");
+    if (p == NULL || status_number(&p, 0xffffffffULL, &ruid) != 0 || status_number(&p, 0xffffffffULL, &euid) != 0)
+      continue;
+    if (ruid != uid && euid != uid) continue;
+    p = status_line(buf, "HugetlbPages:");
+    if (p == NULL || status_number(&p, 1ULL << 50, &use) != 0) continue;
+    *kb += use;
+  }
+  closedir(d);
+  return 0;
+}
+
 /* ---- audit ---- */
 
 void reserve_audit(const struct reserve_caller *who, const char *fmt, ...) {
@@ -305,14 +387,87 @@ int reserve_authorize(const struct reserve_config *c, const struct reserve_calle
 struct state {
   int lock_fd, grants_fd;
   struct reserve_grants gs;
+  char text[RESERVE_GRANTS_MAX + 2]; /* the table as it is on disk */
+  size_t text_len;
 };
 
-static int state_open(struct state *s, int exclusive, char *err, size_t errlen) {
-  char buf[RESERVE_GRANTS_MAX + 2];
+/* Linux cuts a write at the caller's RLIMIT_FSIZE even when it overwrites
+ * existing bytes (with SIGXFSZ blocked the write is just short), so a caller
+ * could tear the table at an offset of its choosing.  Raise the soft limit to
+ * the hard one; if the hard one is still below the table's largest size,
+ * refuse before anything changes. */
+int reserve_fsize_ok(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_FSIZE, &rl) != 0) return 0;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < RESERVE_GRANTS_MAX) {
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_FSIZE, &rl) != 0 || getrlimit(RLIMIT_FSIZE, &rl) != 0) return 0;
+  }
+  return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= RESERVE_GRANTS_MAX;
+}
+
+/* Root side (the Slurm prolog/epilog, or root running the helper) only.
+ * A user may SIGSTOP their own helper while it holds the lock (it keeps the
+ * caller's real uid, so the caller may signal it) and so block everybody.
+ * The kernel lists every flock holder's pid in /proc/locks; a holder that is
+ * a helper process (name, and the lock file's group as its effective gid) and
+ * is stopped (state T) is killed.  That is safe at any point: a stopped
+ * process is never inside a write (it stops on its way back to user space),
+ * and the helper's order of operations tolerates a kill between any two
+ * steps (see README.md).  Only helpers can hold the lock: the lock file is
+ * root:<group> 0660 and the helper never forks or execs.
+ * The real /proc even in a test build: these are real processes. */
+static int kill_stopped_holders(const struct reserve_caller *who, int lock_fd) {
+  char want[64], line[256];
+  struct stat st;
+  FILE *f;
+  int killed = 0;
+  if (fstat(lock_fd, &st) != 0) return 0;
+  snprintf(want, sizeof want, "%02x:%02x:%lu", major(st.st_dev), minor(st.st_dev), (unsigned long)st.st_ino);
+  f = fopen("/proc/locks", "re");
+  if (f == NULL) return 0;
+  while (fgets(line, sizeof line, f) != NULL) {
+    char type[16], id[16], dev[64], stat_path[64], buf[2048], *p;
+    unsigned long long pid, egid = ~0ULL, dummy;
+    const char *q;
+    size_t len;
+    /* "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; waiters have "->" */
+    if (sscanf(line, "%15s %15s %*s %*s %20s %63s", id, type, stat_path, dev) != 4) continue;
+    if (strcmp(type, "FLOCK") != 0 || strcmp(dev, want) != 0) continue;
+    if (reserve_parse_count(stat_path, 1ULL << 31, &pid) != 0 || pid == (unsigned long long)getpid()) continue;
+    snprintf(stat_path, sizeof stat_path, "/proc/%llu/stat", pid);
+    if (read_small(stat_path, buf, sizeof buf, &len) != 0) continue;
+    p = strrchr(buf, ')'); /* "pid (comm) T ...": comm may hold anything, the state follows the last ')' */
+    if (p == NULL || strstr(buf, " (hugepool-reserv) ") != strchr(buf, ' ') || p[1] != ' ' || p[2] != 'T') continue;
+    snprintf(stat_path, sizeof stat_path, "/proc/%llu/status", pid);
+    if (read_small(stat_path, buf, sizeof buf, &len) != 0) continue;
+    q = status_line(buf, "Gid:");
+    if (q == NULL || status_number(&q, 0xffffffffULL, &dummy) != 0 || status_number(&q, 0xffffffffULL, &egid) != 0 ||
+        egid != st.st_gid)
+      continue;
+    if (kill((pid_t)pid, SIGKILL) == 0) {
+      killed++;
+      reserve_audit(who, "action=recover pid=%llu outcome=killed reason=\"a stopped hugepool-reserve held the lock\"",
+                    pid);
+    }
+  }
+  fclose(f);
+  return killed;
+}
+
+/* Returns 0, -1 (error, message in err) or -2 (the lock stayed busy). */
+static int state_open(const struct reserve_caller *who, struct state *s, int exclusive, char *err, size_t errlen) {
   size_t len;
-  int waited = 0;
+  int waited = 0, rounds = 0;
   struct timespec ts = {0, 20L * 1000 * 1000};
   s->grants_fd = -1;
+  if (exclusive && !reserve_fsize_ok()) {
+    snprintf(err, errlen,
+             "your file size limit (RLIMIT_FSIZE, ulimit -f) is below %d bytes: the grant table could "
+             "not be written safely; raise it",
+             RESERVE_GRANTS_MAX);
+    return -1;
+  }
   s->lock_fd = open(RESERVE_STATE_DIR "/lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
   if (s->lock_fd < 0) {
     snprintf(err, errlen, "cannot open %s/lock: %s (is the helper installed?)", RESERVE_STATE_DIR, strerror(errno));
@@ -321,18 +476,27 @@ static int state_open(struct state *s, int exclusive, char *err, size_t errlen) 
   while (flock(s->lock_fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK && errno != EINTR) goto fail_errno;
     if (waited >= RESERVE_LOCK_WAIT_MS) {
+      /* Root: kill a stopped helper holding the lock and wait once more. */
+      if (geteuid() == 0 && rounds < 3 && kill_stopped_holders(who, s->lock_fd) > 0) {
+        rounds++;
+        waited = 0;
+        continue;
+      }
       snprintf(err, errlen, "another reservation held the lock for %d s; try again", RESERVE_LOCK_WAIT_MS / 1000);
-      goto fail;
+      close(s->lock_fd);
+      return -2;
     }
     nanosleep(&ts, NULL);
     waited += 20;
   }
   s->grants_fd = open(RESERVE_STATE_DIR "/grants", O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
   if (s->grants_fd < 0) goto fail_errno;
-  if (read_fd_all(s->grants_fd, buf, sizeof buf, &len) != 0 || reserve_parse_grants(buf, len, &s->gs) != 0) {
+  if (read_fd_all(s->grants_fd, s->text, sizeof s->text, &len) != 0 ||
+      reserve_parse_grants(s->text, len, &s->gs) != 0) {
     snprintf(err, errlen, "grant table %s/grants is corrupt; an administrator must repair it", RESERVE_STATE_DIR);
     goto fail;
   }
+  s->text_len = len;
   return 0;
 fail_errno:
   snprintf(err, errlen, "state %s: %s", RESERVE_STATE_DIR, strerror(errno));
@@ -342,13 +506,30 @@ fail:
   return -1;
 }
 
-/* One pwrite of the whole table, then truncate: a rewrite cut short leaves
- * the new table followed by old lines after "end", which the parser ignores. */
+/* One pwrite of the whole table, checked for its full length, then truncate.
+ * A write that comes up short is undone by writing the previous table back.
+ * Whatever happens in between (a kill, a failed undo), the end line's
+ * checksum makes a mix of new and old bytes a corrupt table, never a
+ * different valid one; a new table followed by an old tail is the new table. */
 static int state_write(struct state *s) {
   static char buf[RESERVE_GRANTS_MAX];
   size_t len = reserve_format_grants(&s->gs, buf, sizeof buf);
-  if (len == 0) return -1;
-  if (pwrite(s->grants_fd, buf, len, 0) != (ssize_t)len) return -1;
+  ssize_t w;
+  int e;
+  if (len == 0) {
+    errno = ENOSPC;
+    return -1;
+  }
+  w = pwrite(s->grants_fd, buf, len, 0);
+  if (w != (ssize_t)len) {
+    e = w < 0 ? errno : EIO;
+    if (w > 0 && pwrite(s->grants_fd, s->text, s->text_len, 0) == (ssize_t)s->text_len)
+      (void)!ftruncate(s->grants_fd, (off_t)s->text_len);
+    errno = e;
+    return -1;
+  }
+  memcpy(s->text, buf, len); /* what a later undo in this call goes back to */
+  s->text_len = len;
   if (ftruncate(s->grants_fd, (off_t)len) != 0) return -1;
   return fsync(s->grants_fd);
 }
@@ -383,6 +564,7 @@ int reserve_grant(const struct reserve_config *c, const struct reserve_caller *w
   unsigned long long cur, delta, user_2m = 0, delta_kb, target, got, back;
   char node[16], err[256];
   size_t i;
+  int rc;
   node_name(node, sizeof node, rq->node);
 #define REFUSE(...)                                                                                           \
   do {                                                                                                        \
@@ -392,11 +574,11 @@ int reserve_grant(const struct reserve_config *c, const struct reserve_caller *w
     state_close(&s);                                                                                          \
     return RESERVE_FAIL;                                                                                      \
   } while (0)
-  if (state_open(&s, 1, err, sizeof err) != 0) {
+  if ((rc = state_open(who, &s, 1, err, sizeof err)) != 0) {
     snprintf(msg, msglen, "%s", err);
     reserve_audit(who, "action=grant size=%ukB node=%s request=%llu granted=0 outcome=error reason=\"%s\"", rq->size_kb,
                   node, rq->pages, msg);
-    return RESERVE_FAIL;
+    return rc == -2 ? RESERVE_BUSY : RESERVE_FAIL;
   }
   if (pool_read(rq->node, rq->size_kb, &st) != 0) REFUSE("no %u kB pool on node %s", rq->size_kb, node);
   g = grant_find(&s.gs, who->uid, rq->node, rq->size_kb);
@@ -423,6 +605,17 @@ int reserve_grant(const struct reserve_config *c, const struct reserve_caller *w
            mi.hugetlb_kb + delta_kb, mi.total_kb, c->max_permille);
   if (mi.avail_kb < delta_kb || mi.avail_kb - delta_kb < c->min_free_mb * 1024)
     REFUSE("limit min_free_mb: only %llu MB available, %llu MB must stay free", mi.avail_kb / 1024, c->min_free_mb);
+  if (rq->node >= 0) {
+    /* The same limits for the node's own memory: a node pool must not take
+     * a whole node's memory even when the machine as a whole has plenty. */
+    if (node_meminfo_read(rq->node, &mi) != 0) REFUSE("cannot read the meminfo of node %s", node);
+    if ((mi.hugetlb_kb + delta_kb) * 1000 > mi.total_kb * c->max_permille)
+      REFUSE("limit max_fraction on node %s: its hugetlb memory would be %llu kB of %llu kB, the site allows %u/1000",
+             node, mi.hugetlb_kb + delta_kb, mi.total_kb, c->max_permille);
+    if (mi.avail_kb < delta_kb || mi.avail_kb - delta_kb < c->min_free_mb * 1024)
+      REFUSE("limit min_free_mb on node %s: only %llu MB free there, %llu MB must stay free", node, mi.avail_kb / 1024,
+             c->min_free_mb);
+  }
 
   target = st.nr + delta;
   if (pool_write_nr(rq->node, rq->size_kb, target) != 0 ||
@@ -478,46 +671,71 @@ static void append(char *msg, size_t msglen, size_t *used, const char *fmt, ...)
 }
 
 /* The table is written before the pool shrinks: if the table cannot be
- * written (say the caller set RLIMIT_FSIZE to 0), nothing changes.  The other
- * order could leave the user charged for pages already given back, and a
- * second release would then take other users' pages. */
+ * written, nothing changes.  The other order could leave the user charged for
+ * pages already given back, and a second release would then take other
+ * users' pages.
+ *
+ * The pool only knows how many pages are free, not whose: a release must not
+ * shrink it by pages the caller's own processes still map, or those would be
+ * taken out of other users' granted-but-unmapped pages while the caller keeps
+ * its own, uncharged.  So each of the caller's pools keeps (still charged) as
+ * many pages as the caller's processes map in hugetlb memory, up to the grant
+ * (the kernel reports one total for every page size and node: each pool
+ * keeps enough to cover all of it, the safe direction). */
 int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen) {
   struct state s;
   struct pool_state st[RESERVE_MAX_GRANTS];
-  unsigned long long plan[RESERVE_MAX_GRANTS];
+  unsigned long long plan[RESERVE_MAX_GRANTS], in_use_kb = 0;
   char err[256], node[16];
   size_t i, used = 0;
-  int rc = RESERVE_OK, any = 0, planned = 0, short_release = 0;
+  int rc = RESERVE_OK, any = 0, planned = 0, short_release = 0, procs_ok;
   msg[0] = '\0';
-  if (state_open(&s, 1, err, sizeof err) != 0) {
+  if ((rc = state_open(who, &s, 1, err, sizeof err)) != 0) {
     snprintf(msg, msglen, "%s", err);
     reserve_audit(who, "action=release outcome=error reason=\"%s\"", msg);
-    return RESERVE_FAIL;
+    return rc == -2 ? RESERVE_BUSY : RESERVE_FAIL;
   }
+  procs_ok = caller_hugetlb_kb(who->uid, &in_use_kb) == 0;
   for (i = 0; i < s.gs.n; i++) { /* decide, change nothing */
     struct reserve_grant_entry *g = &s.gs.g[i];
+    unsigned long long keep;
     plan[i] = 0;
     if (g->uid != who->uid || g->pages == 0) continue;
     any = 1;
     node_name(node, sizeof node, g->node);
+    keep = !procs_ok ? g->pages : (in_use_kb + g->size_kb - 1) / g->size_kb;
+    if (keep > g->pages) keep = g->pages;
+    if (keep > 0) {
+      reserve_audit(who,
+                    "action=release size=%ukB node=%s request=%llu kept=%llu outcome=kept reason=\"%s %llu kB of "
+                    "hugetlb memory\"",
+                    g->size_kb, node, g->pages, keep, procs_ok ? "your processes map" : "cannot read /proc; assumed",
+                    in_use_kb);
+      append(msg, msglen, &used,
+             "kept %llu of %llu pages of %u kB on node %s: your processes still map %llu kB of "
+             "hugetlb memory (release again when they have ended)\n",
+             keep, g->pages, g->size_kb, node, in_use_kb);
+      rc = RESERVE_FAIL;
+      if (keep == g->pages) continue;
+    }
     if (pool_read(g->node, g->size_kb, &st[i]) != 0) {
       reserve_audit(who, "action=release size=%ukB node=%s request=%llu outcome=error reason=\"pool unreadable\"",
                     g->size_kb, node, g->pages);
       append(msg, msglen, &used, "kept %llu pages of %u kB on node %s: pool unreadable\n", g->pages, g->size_kb, node);
       rc = RESERVE_FAIL;
-    } else if (pool_spare(&st[i]) < g->pages || st[i].nr < g->pages) {
+    } else if (pool_spare(&st[i]) < g->pages - keep || st[i].nr < g->pages - keep) {
       /* Never shrink below what is in use or reserved. */
       reserve_audit(who,
                     "action=release size=%ukB node=%s request=%llu before=%llu after=%llu released=0 "
                     "outcome=refused reason=\"only %llu free unreserved pages\"",
-                    g->size_kb, node, g->pages, st[i].nr, st[i].nr, pool_spare(&st[i]));
+                    g->size_kb, node, g->pages - keep, st[i].nr, st[i].nr, pool_spare(&st[i]));
       append(msg, msglen, &used,
-             "kept %llu pages of %u kB on node %s: pages are in use or reserved (only %llu spare)\n", g->pages,
+             "kept %llu pages of %u kB on node %s: pages are in use or reserved (only %llu spare)\n", g->pages - keep,
              g->size_kb, node, pool_spare(&st[i]));
       rc = RESERVE_FAIL;
     } else {
-      plan[i] = g->pages;
-      g->pages = 0;
+      plan[i] = g->pages - keep;
+      g->pages = keep;
       planned = 1;
     }
   }
@@ -551,7 +769,7 @@ int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen) 
     append(msg, msglen, &used, "released %llu pages of %u kB on node %s (pool %llu -> %llu)\n", released, g->size_kb,
            node, st[i].nr, got);
     if (released != plan[i]) {
-      g->pages = plan[i] - released; /* still the user's */
+      g->pages += plan[i] - released; /* still the user's */
       short_release = 1;
       rc = RESERVE_FAIL;
     }
@@ -592,7 +810,7 @@ int reserve_status(const struct reserve_caller *who, int fd) {
   int any = 0;
   status_size(fd, RESERVE_PAGE_2M);
   status_size(fd, RESERVE_PAGE_1G);
-  if (state_open(&s, 0, err, sizeof err) != 0) {
+  if (state_open(who, &s, 0, err, sizeof err) != 0) {
     dprintf(fd, "grants: %s\n", err);
     return RESERVE_FAIL;
   }

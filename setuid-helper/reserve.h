@@ -65,8 +65,11 @@ struct reserve_grants {
   struct reserve_grant_entry g[RESERVE_MAX_GRANTS];
 };
 
-/* The grant table: "uid node|any size_kb pages" lines closed by "end".  An
- * empty text is an empty table; anything else without "end" is corrupt. */
+/* The grant table: "uid node|any size_kb pages" lines, at most one per
+ * (uid, node, size), closed by "end <checksum>" (16 hex digits of
+ * reserve_grants_checksum over everything before that line).  An empty text
+ * is an empty table; anything else without a matching end line is corrupt. */
+unsigned long long reserve_grants_checksum(const char *text, size_t len);
 int reserve_parse_grants(const char *text, size_t len, struct reserve_grants *gs);
 /* Returns the length written (without NUL), or 0 if cap is too small. */
 size_t reserve_format_grants(const struct reserve_grants *gs, char *buf, size_t cap);
@@ -82,9 +85,14 @@ struct reserve_caller {
   const char *source; /* "helper" or "slurm" */
 };
 
-/* Exit codes of the helper; the core functions return them too. */
-enum { RESERVE_OK = 0, RESERVE_FAIL = 1, RESERVE_USAGE = 2 };
+/* Exit codes of the helper; the core functions return them too, and
+ * RESERVE_BUSY (the lock stayed held; the helper exits 1) so that the Slurm
+ * epilog can retry. */
+enum { RESERVE_OK = 0, RESERVE_FAIL = 1, RESERVE_USAGE = 2, RESERVE_BUSY = 3 };
 
+/* Is RLIMIT_FSIZE (soft, raised to the hard limit if needed) large enough to
+ * rewrite the grant table in one piece?  1 yes, 0 no. */
+int reserve_fsize_ok(void);
 /* Loads and checks the root-owned config file (owner, mode, type). */
 int reserve_load_config(struct reserve_config *c, char *err, size_t errlen);
 /* Is the caller in the configured group (or root), owner of a job if required? */

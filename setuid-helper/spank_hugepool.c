@@ -119,8 +119,12 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
   if (reserve_load_config(&conf, msg, sizeof msg) != 0 || reserve_authorize(&conf, &who, msg, sizeof msg) != 0) {
     reserve_audit(&who, "action=grant request=%llu granted=0 outcome=refused reason=\"%s\"", rq.pages, msg);
     record_failure(job, msg);
-  } else if (reserve_grant(&conf, &who, &rq, msg, sizeof msg) != RESERVE_OK) {
-    record_failure(job, msg); /* reserve_grant has logged it */
+  } else {
+    int rc, tries = 0;
+    /* A busy lock (after a stopped helper holding it was killed) is retried. */
+    while ((rc = reserve_grant(&conf, &who, &rq, msg, sizeof msg)) == RESERVE_BUSY && ++tries < 3) {
+    }
+    if (rc != RESERVE_OK) record_failure(job, msg); /* reserve_grant has logged it */
   }
   return 0;
 }
@@ -156,7 +160,13 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av) {
   reserve_job_unregister(job);
   failure_path(path, sizeof path, job);
   unlink(path);
-  if (!reserve_user_has_job(who.uid, job) && reserve_release(&who, msg, sizeof msg) != RESERVE_OK)
-    slurm_error("hugepool: release for job %u: %s", (unsigned)job, msg);
+  if (!reserve_user_has_job(who.uid, job)) {
+    int rc, tries = 0;
+    /* The release must not be dropped because the lock was busy: retry (each
+     * try waits for the lock and kills a stopped helper holding it). */
+    while ((rc = reserve_release(&who, msg, sizeof msg)) == RESERVE_BUSY && ++tries < 5) {
+    }
+    if (rc != RESERVE_OK) slurm_error("hugepool: release for job %u: %s", (unsigned)job, msg);
+  }
   return 0;
 }

@@ -19,6 +19,25 @@ _run_cleanups() {
 }
 trap _run_cleanups EXIT
 
+# The compiled-in test tree's parent ($RESERVE_TEST_DIR) has a predictable
+# name in world-writable /var/tmp, and these tests run as root and install
+# setgid binaries below it: a local user who created it first would control
+# the tree.  Use it only as a root-owned 0755 directory that is not a symlink;
+# anything else there is removed (rm does not follow symlinks) and the
+# directory made anew with mkdir (no -p: it must be ours).
+ensure_test_dir() { # [dir]
+  local d=${1:-$RESERVE_TEST_DIR} what
+  what=$(stat -c '%F %u %a' -- "$d" 2>/dev/null || echo none)
+  [[ $what == "directory 0 755" ]] && return 0
+  if [[ $what != none ]]; then
+    echo "note: $d was not a root-owned 0755 directory ($what): removing it" >&2
+    rm -rf --one-file-system -- "$d" || fail "cannot remove $d"
+  fi
+  mkdir -m 0755 -- "$d" 2>/dev/null || true # (another test may have just made it)
+  what=$(stat -c '%F %u %a' -- "$d" 2>/dev/null || echo none)
+  [[ $what == "directory 0 755" ]] || fail "$d is not a root-owned 0755 directory ($what): someone else made it; remove it"
+}
+
 # A tmp dir every user can traverse, on a filesystem that honours setgid.
 make_inst_dir() {
   INST=$(mktemp -d /var/tmp/hugepool-reserve-test.XXXXXX)
@@ -26,7 +45,7 @@ make_inst_dir() {
   on_exit "rm -rf '$INST'"
   # Tools an unprivileged user runs or might load: copies they can reach.
   mkdir -p "$INST/tools"
-  cp "$RESERVE_TOOLS/execve_argc0" "$RESERVE_TOOLS/libmarker_preload.so" "$INST/tools/"
+  cp "$RESERVE_TOOLS/execve_argc0" "$RESERVE_TOOLS/libmarker_preload.so" "$RESERVE_TOOLS/hugetlb_hold" "$INST/tools/"
   chmod -R a+rX "$INST/tools"
   if findmnt -n -o OPTIONS -T "$INST" | tr ',' '\n' | grep -qx nosuid; then
     fail "/var/tmp is mounted nosuid: cannot test a setgid install"
@@ -40,6 +59,15 @@ fake_meminfo() { # total_kb avail_kb hugetlb_kb
   printf 'MemTotal:       %s kB\nMemFree:        %s kB\nMemAvailable:   %s kB\nHugePages_Total:       0\nHugetlb:        %s kB\n' \
     "$1" "$2" "$2" "$3" >"$FAKE/proc/meminfo"
 }
+fake_proc() { # pid ruid hugetlb_kb: a process in the fake /proc (only what the helper reads)
+  mkdir -p "$FAKE/proc/$1"
+  printf 'Name:\tapp\nState:\tS (sleeping)\nUid:\t%s\t%s\t%s\t%s\nGid:\t0\t0\t0\t0\nHugetlbPages:\t%8s kB\n' \
+    "$2" "$2" "$2" "$2" "$3" >"$FAKE/proc/$1/status"
+}
+fake_node_meminfo() { # node total_kb free_kb
+  printf 'Node %s MemTotal:       %s kB\nNode %s MemFree:        %s kB\nNode %s MemUsed:        0 kB\n' \
+    "$1" "$2" "$1" "$3" "$1" >"$FAKE/sys/devices/system/node/node$1/meminfo"
+}
 write_conf() { rm -f "$FAKE/etc/hugepool/reserve.conf"; cat >"$FAKE/etc/hugepool/reserve.conf"; chmod 0644 "$FAKE/etc/hugepool/reserve.conf"; }
 default_conf() {
   write_conf <<CONF
@@ -51,10 +79,11 @@ CONF
 }
 
 fake_setup() {
+  ensure_test_dir
   rm -rf "$FAKE"
+  mkdir -m 0755 "$FAKE"
   mkdir -p "$FAKE/proc" "$FAKE/etc/hugepool"
   on_exit "rm -rf '$FAKE'; rmdir '$RESERVE_TEST_DIR' 2>/dev/null"
-  chmod 0755 "$RESERVE_TEST_DIR" "$FAKE"
   local kb n
   for kb in 2048 1048576; do
     mkdir -p "$FAKE/sys/kernel/mm/hugepages/hugepages-${kb}kB"
@@ -65,6 +94,8 @@ fake_setup() {
     done
   done
   fake_meminfo 16777216 12582912 0
+  fake_node_meminfo 0 8388608 6291456
+  fake_node_meminfo 1 8388608 6291456
   default_conf
   make_inst_dir
   bash "$RESERVE_SRC/install.sh" --bin "$RESERVE_BIN_DIR/hugepool-reserve-fake" --prefix "$INST" \
@@ -119,10 +150,11 @@ real_pool_setup() {
   for f in "${_files[@]}"; do _modes+=("$(stat -c '%a %u %g' "$f")"); done
   on_exit _real_pool_restore
   REAL=$RESERVE_TEST_DIR/real
+  ensure_test_dir
   rm -rf "$REAL"
+  mkdir -m 0755 "$REAL"
   mkdir -p "$REAL/etc/hugepool"
   on_exit "rm -rf '$REAL'; rmdir '$RESERVE_TEST_DIR' 2>/dev/null"
-  chmod 0755 "$RESERVE_TEST_DIR" "$REAL"
   cat >"$REAL/etc/hugepool/reserve.conf"
   make_inst_dir
   bash "$RESERVE_SRC/install.sh" --bin "$RESERVE_BIN_DIR/hugepool-reserve-realpool" --prefix "$INST" \

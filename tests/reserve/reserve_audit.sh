@@ -34,6 +34,12 @@ as_nobody 1
 expect_rc 1 "bad config"
 as_nobody 01
 expect_rc 2 "usage error"
+chmod 0644 "$FAKE/etc/hugepool/reserve.conf"
+set +e
+prlimit --fsize=100:100 setpriv --reuid=65534 --regid=65534 --clear-groups "$HELPER" 40 >/dev/null 2>&1
+RC=$?
+set -e
+expect_rc 1 "grant under a hard RLIMIT_FSIZE of 100 bytes"
 sleep 0.3 # datagrams are in the socket buffer; let the listener drain it
 
 expect_line() {
@@ -53,4 +59,6 @@ expect_line "^<85>.* uid=4242 user=\? source=helper job=0 action=grant size=2048
 expect_line "${pre}action=release size=2048kB node=any request=12 before=12 after=0 released=12 outcome=ok$" "release"
 expect_line "${pre}action=grant size=2048kB node=any request=1 granted=0 outcome=refused reason=\"config .* must be a regular file owned by root and not writable by group or others\"$" "bad config"
 expect_line "${pre}action=usage outcome=refused reason=\"PAGES must be .*\"$" "usage error, without the caller's text"
-expect_eq "$(grep -c 'hugepool-reserve' "$log")" 7 "one line per request"
+expect_line "${pre}action=grant size=2048kB node=any request=40 granted=0 outcome=error reason=\"your file size limit \(RLIMIT_FSIZE.*\"$" \
+  "RLIMIT_FSIZE refusal"
+expect_eq "$(grep -c 'hugepool-reserve' "$log")" 8 "one line per request"

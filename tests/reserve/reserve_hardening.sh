@@ -2,6 +2,28 @@
 # The installed helper (setgid, run as nobody) trusts nothing it inherits:
 # environment, descriptors, argv, and it is built hardened.
 source "$(dirname "$0")/lib.sh"
+
+# --- the test tree's predictable parent: a copy planted by a user is not used ---
+probe=$(mktemp -d /var/tmp/hugepool-reserve-probe.XXXXXX)
+on_exit "rm -rf '$probe'"
+chmod 1777 "$probe" # like /var/tmp
+t=$probe/hugepool-reserve-test-0123456789ab
+setpriv --reuid=65534 --regid=65534 --clear-groups sh -c "mkdir -m 0777 '$t' && mkdir '$t/fake' && ln -s /etc '$t/real'"
+ensure_test_dir "$t" 2>/dev/null
+expect_eq "$(stat -c '%F %u %a' "$t")/$(ls -A "$t")" "directory 0 755/" "a user's directory replaced by a fresh root-owned one"
+rmdir "$t"
+setpriv --reuid=65534 --regid=65534 --clear-groups sh -c "mkdir '$probe/theirs' && touch '$probe/theirs/x' && ln -s '$probe/theirs' '$t'"
+ensure_test_dir "$t" 2>/dev/null
+expect_eq "$(stat -c '%F %u %a' "$t")/$(ls -A "$probe/theirs")" "directory 0 755/x" "a symlink replaced, its target untouched"
+rmdir "$t"
+mkdir -m 0777 "$t"
+ensure_test_dir "$t" 2>/dev/null
+expect_eq "$(stat -c '%F %u %a' "$t")" "directory 0 755" "a root-owned directory with the wrong mode replaced"
+touch "$t/keep"
+ensure_test_dir "$t"
+[[ -e $t/keep ]] || fail "a good test directory was emptied"
+pass "a root-owned 0755 directory is used as it is"
+
 fake_setup
 
 # --- hostile environment: the helper's own environment is empty ---

@@ -68,6 +68,40 @@ expect_err "limit max_fraction" "max_fraction message"
 as_nobody 1536
 expect_eq "$RC/$(nr)" "0/1536" "max_fraction: exactly at the limit"
 
+# --- the same limits per NUMA node, from the node's own meminfo: here the
+# machine has room, node 1 (2 GiB) does not ---
+write_conf <<CONF
+max_pages 100000
+max_fraction 0.5
+min_free_mb 512
+group nogroup
+CONF
+set_pool 0 0
+fake_meminfo 16777216 16777216 0
+fake_node_meminfo 1 2097152 2097152
+echo 100 >"$(fake_node 1 nr_hugepages 2048)" # 200 MiB there already
+as_nobody 413 --node 1                       # 200 + 826 MiB > 1 GiB = half of node 1
+expect_rc 1 "node max_fraction: over the node's half is refused"
+expect_err "limit max_fraction on node 1" "node max_fraction message"
+expect_eq "$(cat "$(fake_node 1 nr_hugepages)")" 100 "node 1 pool unchanged"
+as_nobody 412 --node 1
+expect_rc 0 "node max_fraction: exactly at the limit"
+echo 100 >"$(fake_node 1 nr_hugepages 2048)"
+: >"$FAKE/var/lib/hugepool/grants"
+fake_node_meminfo 1 2097152 614400 # 600 MiB free on node 1, 512 must stay
+as_nobody 45 --node 1
+expect_rc 1 "node min_free_mb: only 88 MiB may be taken"
+expect_err "limit min_free_mb on node 1" "node min_free_mb message"
+as_nobody 44 --node 1
+expect_rc 0 "node min_free_mb: 88 MiB is allowed"
+as_nobody 30 --node 0
+expect_rc 0 "another node with room is not affected"
+as_nobody 1000
+expect_rc 0 "a grant on any node uses the machine-wide numbers only"
+echo 0 >"$(fake_node 1 nr_hugepages 2048)"
+fake_node_meminfo 1 8388608 6291456
+fake_meminfo 16777216 12582912 0
+
 # --- min_free_mb ---
 write_conf <<CONF
 max_pages 100000
@@ -177,6 +211,39 @@ echo 0 >"$(fake_pool resv_hugepages)"
 as_nobody --release
 expect_eq "$RC/$(nr)" "0/0" "release once the pages are free again"
 
+# --- a release never takes other users' granted pages while the caller's own
+# processes still map theirs (the pool cannot tell whose free pages are whose) ---
+set_pool 0 0
+as_nobody 100
+expect_rc 0 "alice (nobody) grants 100"
+echo 0 >"$(fake_pool free_hugepages)" # ... and maps all 100
+fake_proc 5001 65534 204800
+as_user 4242 100
+expect_eq "$RC/$(nr)/$(cat "$(fake_pool free_hugepages)")" "0/200/100" "bob grants 100, unmapped"
+as_nobody --release
+expect_rc 1 "alice's release while her processes map her pages"
+expect_err "kept 100 of 100 pages" "release names what is kept"
+expect_eq "$(nr)/$(cat "$(fake_pool free_hugepages)")" "200/100" "bob's free pages not given back in alice's name"
+as_nobody --status
+grep -q '100 pages of 2048 kB on node any' <<<"$OUT" || fail "alice no longer charged: $OUT"
+pass "alice still charged for the pages she maps"
+fake_proc 5001 65534 61440 # her process now maps 30 pages (the rest freed)
+echo 70 >"$(fake_pool free_hugepages)"
+fake_proc 5002 4242 409600 # another user's mappings do not count for alice
+as_nobody --release
+expect_eq "$RC/$(nr)" "1/130" "partial release: 70 given back, 30 kept"
+expect_err "kept 30 of 100 pages" "partial release message"
+as_nobody --status
+grep -q '30 pages of 2048 kB on node any' <<<"$OUT" || fail "alice's remainder: $OUT"
+rm -rf "$FAKE/proc/5001" "$FAKE/proc/5002"
+echo 130 >"$(fake_pool free_hugepages)"
+as_nobody --release
+expect_eq "$RC/$(nr)" "0/100" "her process gone: the last 30 given back"
+as_user 4242 --status
+grep -q '100 pages of 2048 kB on node any' <<<"$OUT" || fail "bob's grant: $OUT"
+as_user 4242 --release
+expect_eq "$RC/$(nr)" "0/0" "bob's release"
+
 # --- the kernel allocates fewer pages than asked: restore, grant nothing ---
 set_pool 20 20
 echo 70 >"$(fake_pool capacity)"
@@ -191,10 +258,52 @@ as_nobody 50
 expect_eq "$RC/$(nr)" "0/70" "a grant that fits the capacity"
 rm -f "$(fake_pool capacity)"
 
+# --- RLIMIT_FSIZE: Linux cuts a write at the caller's file size limit even
+# when it overwrites; a rewrite cut short used to leave the new table's head
+# over the old tail (lines duplicated or lost).  Now the helper raises the
+# soft limit to the hard one and refuses to write when that is not enough. ---
+set_pool 0 0
+for u in 4001 4002 4003 4004 4005; do as_user $u $((u - 3990)); done # 11..15 pages each
+table=$FAKE/var/lib/hugepool/grants
+cp "$table" "$INST/table.before"
+pool_before=$(nr)
+as_fsize() { # limit uid helper-args...: sets OUT/ERR/RC
+  local lim=$1 uid=$2
+  shift 2
+  set +e
+  # (stderr into the pipe too: a file would itself be cut at the limit)
+  OUT=$(prlimit --fsize="$lim" setpriv --reuid="$uid" --regid=65534 --clear-groups "$HELPER" "$@" 2>&1)
+  RC=$?
+  set -e
+  ERR=$OUT
+}
+for n in 0 1 60 100 130 4096 32767; do
+  as_fsize "$n:$n" 4001 --release # the first line goes: every other line would move up
+  [[ $RC == 1 ]] || fail "fsize $n: release exit $RC ($OUT $ERR)"
+  grep -q 'RLIMIT_FSIZE' <<<"$ERR" || fail "fsize $n: message: $ERR"
+  cmp -s "$table" "$INST/table.before" || fail "fsize $n: table changed: $(cat "$table")"
+  as_fsize "$n:$n" 4009 20 # a new user: the table would grow
+  [[ $RC == 1 && $(nr) == "$pool_before" ]] || fail "fsize $n: grant exit $RC, pool $(nr)"
+  cmp -s "$table" "$INST/table.before" || fail "fsize $n: table changed by a grant: $(cat "$table")"
+done
+pass "hard RLIMIT_FSIZE below the table's size: release and grant refused, table and pool unchanged"
+as_user 4003 --status
+grep -q '13 pages of 2048 kB on node any' <<<"$OUT" || fail "accounting after the RLIMIT_FSIZE cases: $OUT"
+as_fsize 0:unlimited 4001 --release
+expect_eq "$RC/$(nr)" "0/$((pool_before - 11))" "soft RLIMIT_FSIZE 0 (hard unlimited): raised, the release works"
+as_fsize 32768:32768 4002 --release
+expect_eq "$RC/$(nr)" "0/$((pool_before - 23))" "hard RLIMIT_FSIZE of the table's maximum size is enough"
+for u in 4003 4004 4005; do as_user $u --release; done
+expect_eq "$(nr)/$(grep -c . "$table")" "0/2" "everything given back, table empty"
+set_pool 70 70 # as the partial grant above left it
+
 # --- a damaged grant table stops everything (fail closed) ---
 printf '65534 any 2048 50\n' >"$FAKE/var/lib/hugepool/grants"
 as_nobody 60
 expect_rc 1 "corrupt grant table refused"
+printf '65534 any 2048 50\nend\n' >"$FAKE/var/lib/hugepool/grants"
+as_nobody 60
+expect_rc 1 "grant table without its checksum refused"
 expect_err "corrupt" "corrupt table message"
 expect_eq "$(nr)" 70 "pool unchanged with a corrupt table"
 
@@ -212,3 +321,44 @@ expect_eq "$(nr)" 0 "pool unchanged after a lock timeout"
 wait "$holder"
 as_nobody 5
 expect_eq "$RC/$(nr)" "0/5" "works again once the lock is free"
+
+# --- a helper SIGSTOPped while it holds the lock: the root side (Slurm
+# prolog/epilog, root) kills it and goes on; a user still just waits ---
+set_pool 0 0
+rm -f "$FAKE/proc/meminfo"
+mkfifo -m 0644 "$FAKE/proc/meminfo" # the grant blocks reading it, lock held
+setpriv --reuid=65534 --regid=65534 --clear-groups "$HELPER" 5 >"$INST/stuck.out" 2>&1 &
+stuck=$!
+on_exit "kill -9 $stuck 2>/dev/null"
+holds() { grep -Eq "FLOCK +ADVISORY +WRITE +$stuck " /proc/locks; }
+for _ in $(seq 100); do holds && break; sleep 0.05; done
+holds || fail "the helper did not take the lock"
+ROOT_H=$RESERVE_BIN_DIR/hugepool-reserve-fake
+set +e
+OUT=$("$ROOT_H" --release 2>&1)
+RC=$?
+set -e
+expect_rc 1 "root: a running (not stopped) holder is waited for, not killed"
+kill -0 "$stuck" || fail "a running holder was killed"
+kill -STOP "$stuck"
+for _ in $(seq 50); do [[ $(awk '{print $3}' "/proc/$stuck/stat") == T ]] && break; sleep 0.05; done
+as_user 4242 1
+expect_rc 1 "a user's request waits, bounded, behind a stopped helper"
+kill -0 "$stuck" || fail "a user's helper killed another user's helper"
+start=$SECONDS
+set +e
+OUT=$("$ROOT_H" --release 2>&1)
+RC=$?
+set -e
+expect_rc 0 "root: the stopped holder is killed and the release goes through"
+set +e
+wait "$stuck"
+st=$?
+set -e
+expect_eq "$st" 137 "the stopped helper was killed (SIGKILL)"
+((SECONDS - start < 8)) || fail "recovery took $((SECONDS - start)) s"
+rm -f "$FAKE/proc/meminfo"
+fake_meminfo 16777216 12582912 0
+expect_eq "$(nr)/$(cat "$FAKE/var/lib/hugepool/grants")" "0/" "the killed grant changed nothing"
+as_nobody 5
+expect_eq "$RC/$(nr)" "0/5" "the lock works again"

@@ -57,8 +57,8 @@ setpriv --reuid=65534 --regid=65534 --clear-groups env LD_PRELOAD="$INST/tools/l
 [[ ! -e $marker ]] || fail "LD_PRELOAD/LD_AUDIT library ran in the installed helper"
 pass "installed helper ignores LD_PRELOAD and LD_AUDIT"
 
-# A caller's RLIMIT_FSIZE = 0 makes the grant table unwritable (sysfs is not
-# affected): the pool must come back and the accounting stay right.
+# A caller's hard RLIMIT_FSIZE = 0 would make the grant table unwritable
+# (sysfs is not affected): refused before anything changes.
 as_nobody --release
 expect_eq "$RC/$(real_nr)" "0/$base" "release before the RLIMIT_FSIZE case"
 as_nobody 10
@@ -68,8 +68,8 @@ set +e
 OUT=$(fsize 20)
 RC=$?
 set -e
-expect_eq "$RC/$(real_nr)" "1/$((base + 10))" "RLIMIT_FSIZE=0: grant fails, pool restored"
-grep -q 'cannot record the grant' <<<"$OUT" || fail "RLIMIT_FSIZE grant message: $OUT"
+expect_eq "$RC/$(real_nr)" "1/$((base + 10))" "RLIMIT_FSIZE=0: grant refused, pool unchanged"
+grep -q 'RLIMIT_FSIZE' <<<"$OUT" || fail "RLIMIT_FSIZE grant message: $OUT"
 set +e
 OUT=$(fsize --release)
 RC=$?
@@ -78,6 +78,30 @@ expect_eq "$RC/$(real_nr)" "1/$((base + 10))" "RLIMIT_FSIZE=0: release fails bef
 as_nobody --status
 grep -q '10 pages of 2048 kB on node any' <<<"$OUT" || fail "accounting after RLIMIT_FSIZE: $OUT"
 pass "the user still holds exactly 10"
+
+# The caller's own processes map its pages while another user's grant sits
+# unmapped in the pool: a release must not give back that other user's pages.
+as_nobody --release
+expect_eq "$RC/$(real_nr)" "0/$base" "release before the in-use case"
+as_nobody 8
+as_user 4242 8
+expect_eq "$RC/$(real_nr)" "0/$((base + 16))" "nobody and user 4242 hold 8 each"
+coproc MINE { exec setpriv --reuid=65534 --regid=65534 --clear-groups "$INST/tools/hugetlb_hold" 8; }
+mine_pid=$MINE_PID
+on_exit "kill $mine_pid 2>/dev/null"
+read -r -t 30 held <&"${MINE[0]}" || fail "nobody could not map 8 hugetlb pages"
+expect_eq "$held" "held 8" "nobody's process maps 8 pages"
+as_nobody --release
+expect_rc 1 "release while the caller's process maps its pages"
+expect_err "kept 8 of 8 pages" "the caller's mapped pages stay charged"
+expect_eq "$(real_nr)" $((base + 16)) "real pool not shrunk by the other user's unmapped pages"
+exec {MINE[1]}>&-
+wait "$mine_pid" || true
+as_nobody --release
+expect_eq "$RC/$(real_nr)" "0/$((base + 8))" "released once the process has ended"
+as_user 4242 --release
+expect_eq "$RC/$(real_nr)" "0/$base" "the other user's release"
+as_nobody 10 # the state the next case starts from
 
 # Take all but one spare page into use: the release must be refused.
 hold=$(($(spare) - 1))

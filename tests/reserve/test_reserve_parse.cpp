@@ -135,12 +135,62 @@ TEST_CASE("grant table round-trips and rejects damage") {
   CHECK(back.g[1].pages == 2);
   CHECK(reserve_parse_grants("", 0, &back) == 0);
   CHECK(back.n == 0);
-  // A rewrite cut short leaves old lines after "end": ignored.
-  const std::string torn = "5 any 2048 3\nend\n7 any 2048 9\n";
-  REQUIRE(reserve_parse_grants(torn.data(), torn.size(), &back) == 0);
-  CHECK(back.n == 1);
+  // A complete rewrite followed by an old tail not yet truncated: the new table.
+  std::string table(buf, len);
+  const std::string tail = table + "7 any 2048 9\nend 0123456789abcdef\n";
+  REQUIRE(reserve_parse_grants(tail.data(), tail.size(), &back) == 0);
+  CHECK(back.n == 2);
   for (const char *bad : {"5 any 2048 3\n", "5 any 4096 3\nend\n", "5 any 2048 0\nend\n", "-5 any 2048 3\nend\n",
-                          "5 1024 2048 3\nend\n", "5 any 2048 3 4\nend\n", "5 any 2048\nend\n", "end"})
+                          "5 1024 2048 3\nend\n", "5 any 2048 3 4\nend\n", "5 any 2048\nend\n", "end",
+                          "5 any 2048 3\nend\n", "5 any 2048 3\nend 0000000000000000\n"})
     CHECK(reserve_parse_grants(bad, std::strlen(bad), &back) == -1);
   CHECK(reserve_format_grants(&gs, buf, 20) == 0);
+}
+
+// What an RLIMIT_FSIZE-cut (or killed) rewrite leaves: the new table's first
+// bytes over the old table.  Every cut must read as corrupt, never as another
+// valid table (before the checksum, some cuts duplicated or dropped lines).
+TEST_CASE("grant table torn at any offset is corrupt") {
+  static char oldbuf[RESERVE_GRANTS_MAX], newbuf[RESERVE_GRANTS_MAX];
+  reserve_grants before, after, back;
+  before.n = 4;
+  before.g[0] = reserve_grant_entry{1001, -1, RESERVE_PAGE_2M, 4096};
+  before.g[1] = reserve_grant_entry{1002, -1, RESERVE_PAGE_2M, 4096};
+  before.g[2] = reserve_grant_entry{1003, -1, RESERVE_PAGE_2M, 10};
+  before.g[3] = reserve_grant_entry{1004, 0, RESERVE_PAGE_2M, 7};
+  after = before;
+  after.g[0].pages = 0;  // user 1001 released: every later line moves up
+  size_t olen = reserve_format_grants(&before, oldbuf, sizeof oldbuf);
+  size_t nlen = reserve_format_grants(&after, newbuf, sizeof newbuf);
+  REQUIRE(olen > nlen);
+  size_t same = 0;  // bytes both tables share at the start: a cut there leaves the old table
+  while (oldbuf[same] == newbuf[same]) same++;
+  for (size_t cut = 1; cut < nlen; cut++) {
+    std::string torn(newbuf, cut);
+    torn.append(oldbuf + cut, olen - cut);
+    INFO("cut at " << cut);
+    if (cut <= same) {
+      CHECK(torn == std::string(oldbuf, olen));
+    } else {
+      CHECK(reserve_parse_grants(torn.data(), torn.size(), &back) == -1);
+    }
+  }
+  std::string whole(newbuf, nlen);
+  whole.append(oldbuf + nlen, olen - nlen);
+  REQUIRE(reserve_parse_grants(whole.data(), whole.size(), &back) == 0);
+  CHECK(back.n == 3);
+}
+
+TEST_CASE("grant table with a duplicate entry is corrupt") {
+  static char buf[RESERVE_GRANTS_MAX];
+  reserve_grants gs, back;
+  gs.n = 2;
+  gs.g[0] = reserve_grant_entry{1002, -1, RESERVE_PAGE_2M, 10};
+  gs.g[1] = reserve_grant_entry{1002, -1, RESERVE_PAGE_2M, 10};
+  size_t len = reserve_format_grants(&gs, buf, sizeof buf);
+  REQUIRE(len > 0);
+  CHECK(reserve_parse_grants(buf, len, &back) == -1);
+  gs.g[1].node = 0;  // same user, another pool: fine
+  len = reserve_format_grants(&gs, buf, sizeof buf);
+  CHECK(reserve_parse_grants(buf, len, &back) == 0);
 }
