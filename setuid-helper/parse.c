@@ -141,7 +141,7 @@ int reserve_parse_config(const char *text, size_t len, struct reserve_config *c,
   int lineno = 0;
   memset(c, 0, sizeof *c);
   if (len > RESERVE_CONF_MAX) {
-    snprintf(err, errlen, "config larger than %d bytes", RESERVE_CONF_MAX);
+    (void)snprintf(err, errlen, "config larger than %d bytes", RESERVE_CONF_MAX);
     return -1;
   }
   while (pos < len) {
@@ -151,7 +151,7 @@ int reserve_parse_config(const char *text, size_t len, struct reserve_config *c,
     lineno++;
     while (pos < len && text[pos] != '\n') {
       if (text[pos] == '\0' || n + 1 >= sizeof line) {
-        snprintf(err, errlen, "line %d: too long or contains NUL", lineno);
+        (void)snprintf(err, errlen, "line %d: too long or contains NUL", lineno);
         return -1;
       }
       line[n++] = text[pos++];
@@ -164,14 +164,14 @@ int reserve_parse_config(const char *text, size_t len, struct reserve_config *c,
     if (*key == '\0' || *key == '#') continue;
     sp = strchr(key, ' ');
     if (sp == NULL) {
-      snprintf(err, errlen, "line %d: expected 'key value'", lineno);
+      (void)snprintf(err, errlen, "line %d: expected 'key value'", lineno);
       return -1;
     }
     *sp = '\0';
     val = sp + 1;
     while (*val == ' ') val++;
     if (strchr(val, ' ') != NULL || strchr(val, '\t') != NULL || strchr(key, '\t') != NULL || *val == '\0') {
-      snprintf(err, errlen, "line %d: expected 'key value'", lineno);
+      (void)snprintf(err, errlen, "line %d: expected 'key value'", lineno);
       return -1;
     }
     if (strcmp(key, "max_pages") == 0) {
@@ -196,11 +196,11 @@ int reserve_parse_config(const char *text, size_t len, struct reserve_config *c,
       else
         goto bad_value;
     } else {
-      snprintf(err, errlen, "line %d: unknown key '%.40s'", lineno, key);
+      (void)snprintf(err, errlen, "line %d: unknown key '%.40s'", lineno, key);
       return -1;
     }
     if (seen & bit) {
-      snprintf(err, errlen, "line %d: '%s' given twice", lineno, key);
+      (void)snprintf(err, errlen, "line %d: '%s' given twice", lineno, key);
       return -1;
     }
     seen |= bit;
@@ -210,7 +210,7 @@ int reserve_parse_config(const char *text, size_t len, struct reserve_config *c,
     return -1;
   }
   if (!(seen & K_MAX_PAGES) || !(seen & K_FRACTION) || !(seen & K_MIN_FREE) || !(seen & K_GROUP)) {
-    snprintf(err, errlen, "max_pages, max_fraction, min_free_mb and group must all be set");
+    (void)snprintf(err, errlen, "max_pages, max_fraction, min_free_mb and group must all be set");
     return -1;
   }
   return 0;
@@ -230,7 +230,7 @@ unsigned long long reserve_grants_checksum(const char *text, size_t len) {
 static int end_line_ok(const char *line, const char *text, size_t line_start) {
   char want[24];
   if (strncmp(line, "end ", 4) != 0) return 0;
-  snprintf(want, sizeof want, "%016llx", reserve_grants_checksum(text, line_start));
+  (void)snprintf(want, sizeof want, "%016llx", reserve_grants_checksum(text, line_start));
   return strcmp(line + 4, want) == 0;
 }
 
@@ -293,9 +293,9 @@ size_t reserve_format_grants(const struct reserve_grants *gs, char *buf, size_t 
     char node[16];
     if (g->pages == 0) continue;
     if (g->node < 0)
-      snprintf(node, sizeof node, "any");
+      (void)snprintf(node, sizeof node, "any");
     else
-      snprintf(node, sizeof node, "%d", g->node);
+      (void)snprintf(node, sizeof node, "%d", g->node);
     w = snprintf(buf + used, cap - used, "%lu %s %u %llu\n", (unsigned long)g->uid, node, g->size_kb, g->pages);
     if (w < 0 || (size_t)w >= cap - used) return 0;
     used += (size_t)w;

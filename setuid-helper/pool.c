@@ -9,6 +9,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
@@ -263,7 +264,7 @@ void reserve_audit(const struct reserve_caller *who, const char *fmt, ...) {
   va_list ap;
   if (n < 0 || (size_t)n >= sizeof msg) n = 0;
   va_start(ap, fmt);
-  vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+  (void)vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
   va_end(ap);
   syslog(LOG_AUTHPRIV | LOG_NOTICE, "%s", msg);
 }
@@ -451,7 +452,7 @@ static int kill_stopped_holders(const struct reserve_caller *who, int lock_fd) {
                     pid);
     }
   }
-  fclose(f);
+  (void)fclose(f);
   return killed;
 }
 
@@ -756,12 +757,10 @@ int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen) 
     node_name(node, sizeof node, g->node);
     /* Read again: a node's pool and the global one are the same pages, so
      * an earlier shrink in this loop changed both. */
-    if (pool_read(g->node, g->size_kb, &st[i]) != 0 || pool_spare(&st[i]) < plan[i] || st[i].nr < plan[i]) {
-      got = st[i].nr;
-    } else if (pool_write_nr(g->node, g->size_kb, st[i].nr - plan[i]) != 0 ||
-               pool_file_read(g->node, g->size_kb, "nr_hugepages", &got) != 0) {
-      got = st[i].nr;
-    }
+    bool shrunk = pool_read(g->node, g->size_kb, &st[i]) == 0 && pool_spare(&st[i]) >= plan[i] &&
+                  st[i].nr >= plan[i] && pool_write_nr(g->node, g->size_kb, st[i].nr - plan[i]) == 0 &&
+                  pool_file_read(g->node, g->size_kb, "nr_hugepages", &got) == 0;
+    if (!shrunk) got = st[i].nr;
     released = st[i].nr > got ? st[i].nr - got : 0;
     if (released > plan[i]) released = plan[i];
     reserve_audit(who, "action=release size=%ukB node=%s request=%llu before=%llu after=%llu released=%llu outcome=%s",
