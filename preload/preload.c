@@ -4,6 +4,7 @@
  * the preload's counters, and start-up without recursion. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,12 +33,28 @@ static _Atomic uint64_t n_fallback;        /* large requests given to glibc beca
 static _Atomic uint64_t bytes_fallback;    /* ... and their bytes */
 static _Atomic uint64_t n_strict_failures; /* large requests refused (strict) */
 
+/* What the kernel says: hugetlb memory this process has touched, in KiB
+ * (Private_Hugetlb in /proc/self/smaps_rollup; cached buffers included). */
+static uint64_t kernel_hugetlb_kib(void) {
+  char buf[2048];
+  int fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char *line = strstr(buf, "Private_Hugetlb:");
+  return line ? strtoull(line + strlen("Private_Hugetlb:"), NULL, 10) : 0;
+}
+
 static size_t extra_stats(hp_extra_stat *out, size_t max) {
   uint64_t copied = 0, populated = 0, chunks = 0, sh_bytes = 0, sh_allocs = 0;
   hpl_fork_stats(&copied, &populated);
   if (atomic_load(&hpl_small_heap_on)) sh_stats(&chunks, &sh_bytes, &sh_allocs);
   hp_extra_stat all[] = {
       {"preload_threshold", "preload: threshold (bytes)", atomic_load(&hpl_threshold)},
+      {"preload_strict", "preload: strict policy (0/1)", policy_strict},
+      {"kernel_private_hugetlb_kib", "kernel: Private_Hugetlb (KiB)", kernel_hugetlb_kib()},
       {"preload_huge_allocs", "preload: requests to hugepool", atomic_load(&n_huge)},
       {"preload_fallbacks", "preload: fallbacks to glibc", atomic_load(&n_fallback)},
       {"preload_fallback_bytes", "preload: bytes fallen back", atomic_load(&bytes_fallback)},
