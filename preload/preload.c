@@ -117,8 +117,9 @@ static void report_fallback(size_t size) {
   if (n > 0) os_write_stderr(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
-/* A request at or above the threshold. */
-static void *large_alloc(size_t size, bool zero) {
+/* A request at or above the threshold; `alignment` (<= 2 MB, or 0) matters
+ * only for the fallback: hugepool buffers are 2 MB aligned. */
+static void *large_alloc(size_t size, bool zero, size_t alignment) {
   void *p = zero ? hugepool_calloc(1, size) : hugepool_alloc(size);
   if (HPL_LIKELY(p != NULL)) {
     atomic_fetch_add_explicit(&n_huge, 1, memory_order_relaxed);
@@ -132,12 +133,13 @@ static void *large_alloc(size_t size, bool zero) {
   report_fallback(size);
   atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&bytes_fallback, size, memory_order_relaxed);
+  if (alignment > 16) return __libc_memalign(alignment, size);
   return zero ? __libc_calloc(1, size) : __libc_malloc(size);
 }
 
 static void *route(size_t size, bool zero) {
   if (!ready()) return zero ? __libc_calloc(1, size) : __libc_malloc(size);
-  if (size >= atomic_load_explicit(&hpl_threshold, memory_order_relaxed)) return large_alloc(size, zero);
+  if (size >= atomic_load_explicit(&hpl_threshold, memory_order_relaxed)) return large_alloc(size, zero, 0);
   if (atomic_load_explicit(&hpl_small_heap_on, memory_order_relaxed) && size <= HPL_SMALL_MAX) {
     void *p = sh_malloc(size ? size : 1);
     if (p) {
@@ -235,7 +237,7 @@ void *hpl_realloc(void *ptr, size_t size) {
 void *hpl_memalign(size_t alignment, size_t size) {
   if (!ready()) return __libc_memalign(alignment, size);
   if (size >= atomic_load_explicit(&hpl_threshold, memory_order_relaxed) && alignment <= HPL_2M) {
-    return large_alloc(size, false); /* every hugepool buffer is 2 MB aligned */
+    return large_alloc(size, false, alignment); /* every hugepool buffer is 2 MB aligned */
   }
   /* Alignments beyond 16 bytes are rare for small requests: glibc serves
    * them, even in small-heap mode (free() tells the two apart). */

@@ -258,6 +258,10 @@ TEST_CASE("empty pool, default policy: glibc serves the request, one warning, co
   CHECK(lines == 1);
   CHECK(err.find("fall back to glibc") != std::string::npos);
   CHECK(pl::counter("preload: fallbacks to glibc") == 2);
+  void *al = nullptr;
+  REQUIRE(posix_memalign(&al, 64 << 10, 4 * MiB) == 0); /* the fallback keeps the alignment */
+  CHECK(pl::aligned(al, 64 << 10));
+  free(al);
   free(a);
   free(b);
   pool.set_free(2); /* pages again: back on hugetlb */
