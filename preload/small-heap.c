@@ -12,7 +12,10 @@
  *
  * Which pointers are ours: a bitmap with one bit per 2 MB of address space
  * (8 MB of virtual memory, touched only where chunks live), read without a
- * lock.  One mutex guards the rest: this mode trades speed for placement.
+ * lock.  Each size class has its own mutex (its runs, their free lists);
+ * one more guards the chunks' unit maps, taken only to start or retire a
+ * run.  A run's class never changes while it holds a live object, so free()
+ * can read it before locking.
  * Requests with an alignment above 16 bytes, larger than 256 KB, or made
  * when the pool is short go to glibc as usual. */
 #define _GNU_SOURCE
@@ -46,11 +49,18 @@ typedef struct chunk {
 
 _Static_assert(sizeof(chunk) <= UNIT, "chunk metadata must fit in unit 0");
 
-static pthread_mutex_t sh_lock = PTHREAD_MUTEX_INITIALIZER;
+typedef struct {
+  pthread_mutex_t lock;
+  run *partial; /* runs with free room */
+  uint64_t bytes, allocs;
+  char pad[64];
+} size_class;
+
+static pthread_mutex_t chunk_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(uint64_t) *owner_bits; /* one bit per 2 MB of address space */
-static chunk *chunks;
-static run *partial[N_CLASSES];
-static uint64_t n_chunks, bytes_in_use, n_allocs;
+static chunk *chunks;                 /* chunk_lock */
+static uint64_t n_chunks;             /* chunk_lock */
+static size_class classes[N_CLASSES];
 
 static size_t class_of(size_t n) {
   if (n <= 128) return (n + 15) / 16 - 1;
@@ -77,14 +87,21 @@ bool sh_owns(const void *ptr) {
   return (atomic_load_explicit(&owner_bits[bit / 64], memory_order_acquire) >> (bit % 64)) & 1;
 }
 
-static void lock_prepare(void) { pthread_mutex_lock(&sh_lock); }
-static void unlock_after(void) { pthread_mutex_unlock(&sh_lock); }
+static void lock_prepare(void) {
+  for (size_t i = 0; i < N_CLASSES; i++) pthread_mutex_lock(&classes[i].lock);
+  pthread_mutex_lock(&chunk_lock);
+}
+static void unlock_after(void) {
+  pthread_mutex_unlock(&chunk_lock);
+  for (size_t i = N_CLASSES; i-- > 0;) pthread_mutex_unlock(&classes[i].lock);
+}
 
 int sh_init(void) {
   size_t bytes = ((size_t)1 << (ADDR_BITS - 21)) / 8;
   void *bits = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (bits == MAP_FAILED) return -1;
   owner_bits = bits;
+  for (size_t i = 0; i < N_CLASSES; i++) pthread_mutex_init(&classes[i].lock, NULL);
   pthread_atfork(lock_prepare, unlock_after, unlock_after);
   return 0;
 }
@@ -114,10 +131,19 @@ static int find_units(const chunk *c, size_t units) {
   return -1;
 }
 
+/* The caller holds chunk_lock. */
 static chunk *new_chunk(void) {
-  chunk *c = hugepool_alloc(HPL_2M); /* strict or fallback: the core follows the preload's policy */
+  /* After a shortage, skip the next attempts: each one is a failing mmap,
+   * and small requests are frequent.  They go to glibc meanwhile. */
+  static uint32_t skip;
+  if (skip) {
+    skip--;
+    return NULL;
+  }
+  chunk *c = hugepool_alloc(HPL_2M);
   if (!c || hugepool_kind_of(c) != HUGEPOOL_KIND_HUGE_2M) {
-    if (c) hugepool_free(c);
+    if (c) hugepool_free(c); /* a THP / 4 KB fallback (HUGEPOOL_POLICY=thp|small): not for us */
+    skip = 4096;
     return NULL;
   }
   memset(c, 0, sizeof(*c));
@@ -129,21 +155,27 @@ static chunk *new_chunk(void) {
   return c;
 }
 
+/* The caller holds the class's lock. */
 static run *new_run(size_t cls) {
   size_t size = class_size(cls), units = units_for(size);
   chunk *c;
   int at = -1;
+  pthread_mutex_lock(&chunk_lock);
   for (c = chunks; c; c = c->next) {
     if ((at = find_units(c, units)) >= 0) break;
   }
   if (!c) {
-    if (!(c = new_chunk())) return NULL;
+    if (!(c = new_chunk())) {
+      pthread_mutex_unlock(&chunk_lock);
+      return NULL;
+    }
     at = find_units(c, units);
   }
   for (size_t i = 0; i < units; i++) {
     c->free_units &= ~(1u << (at + (int)i));
     c->runs[at + (int)i].head = (uint8_t)at;
   }
+  pthread_mutex_unlock(&chunk_lock);
   run *r = &c->runs[at];
   r->free_list = NULL;
   r->bump = 0;
@@ -152,7 +184,7 @@ static run *new_run(size_t cls) {
   r->cls = (uint8_t)cls;
   r->units = (uint8_t)units;
   r->in_use = 1;
-  list_push(&partial[cls], r);
+  list_push(&classes[cls].partial, r);
   return r;
 }
 
@@ -164,10 +196,11 @@ static char *run_base(run *r) {
 void *sh_malloc(size_t size) {
   if (size == 0 || size > HPL_SMALL_MAX) return NULL;
   size_t cls = class_of(size);
-  pthread_mutex_lock(&sh_lock);
-  run *r = partial[cls];
+  size_class *k = &classes[cls];
+  pthread_mutex_lock(&k->lock);
+  run *r = k->partial;
   if (!r && !(r = new_run(cls))) {
-    pthread_mutex_unlock(&sh_lock);
+    pthread_mutex_unlock(&k->lock);
     return NULL;
   }
   void *p;
@@ -178,10 +211,10 @@ void *sh_malloc(size_t size) {
     p = run_base(r) + r->bump;
     r->bump += (uint32_t)class_size(cls);
   }
-  if (++r->used == r->capacity) list_remove(&partial[cls], r);
-  bytes_in_use += class_size(cls);
-  n_allocs++;
-  pthread_mutex_unlock(&sh_lock);
+  if (++r->used == r->capacity) list_remove(&k->partial, r);
+  k->bytes += class_size(cls);
+  k->allocs++;
+  pthread_mutex_unlock(&k->lock);
   return p;
 }
 
@@ -192,32 +225,42 @@ static run *run_of(const void *p) {
 }
 
 void sh_free(void *ptr) {
-  pthread_mutex_lock(&sh_lock);
   run *r = run_of(ptr);
-  size_t cls = r->cls;
+  size_t cls = r->cls; /* stable: the run holds this live object */
+  size_class *k = &classes[cls];
+  pthread_mutex_lock(&k->lock);
   bool was_full = r->used == r->capacity;
   *(void **)ptr = r->free_list;
   r->free_list = ptr;
   r->used--;
-  bytes_in_use -= class_size(cls);
+  k->bytes -= class_size(cls);
   if (r->used == 0) { /* give the units back to the chunk */
-    if (!was_full) list_remove(&partial[cls], r);
+    if (!was_full) list_remove(&k->partial, r);
     chunk *c = chunk_of(ptr);
     size_t at = (size_t)(r - c->runs);
-    for (size_t i = 0; i < r->units; i++) c->free_units |= 1u << (at + i);
     r->in_use = 0;
+    pthread_mutex_lock(&chunk_lock);
+    for (size_t i = 0; i < r->units; i++) c->free_units |= 1u << (at + i);
+    pthread_mutex_unlock(&chunk_lock);
   } else if (was_full) {
-    list_push(&partial[cls], r);
+    list_push(&k->partial, r);
   }
-  pthread_mutex_unlock(&sh_lock);
+  pthread_mutex_unlock(&k->lock);
 }
 
 size_t sh_usable_size(const void *ptr) { return class_size(run_of(ptr)->cls); }
 
 void sh_stats(uint64_t *n_chunks_out, uint64_t *bytes_out, uint64_t *allocs_out) {
-  pthread_mutex_lock(&sh_lock);
+  uint64_t bytes = 0, allocs = 0;
+  for (size_t i = 0; i < N_CLASSES; i++) {
+    pthread_mutex_lock(&classes[i].lock);
+    bytes += classes[i].bytes;
+    allocs += classes[i].allocs;
+    pthread_mutex_unlock(&classes[i].lock);
+  }
+  pthread_mutex_lock(&chunk_lock);
   *n_chunks_out = n_chunks;
-  *bytes_out = bytes_in_use;
-  *allocs_out = n_allocs;
-  pthread_mutex_unlock(&sh_lock);
+  pthread_mutex_unlock(&chunk_lock);
+  *bytes_out = bytes;
+  *allocs_out = allocs;
 }

@@ -117,3 +117,20 @@ TEST_CASE("small heap: a forked child keeps its small objects", "[smallheap]") {
   CHECK(pl::check(p, 1000, 2));
   free(p);
 }
+
+TEST_CASE("small heap: an empty pool leaves small requests with glibc", "[smallheap]") {
+  kv::PoolGuard pool(0);
+  std::vector<void *> objs;
+  for (int i = 0; i < 1000; i++) {
+    void *p = malloc(100 + i);
+    REQUIRE(p);
+    pl::fill(p, 100 + i, unsigned(i));
+    objs.push_back(p);
+  }
+  CHECK(pl::page_kb(objs[500]) == 4);
+  CHECK(pl::counter("small heap: 2 MB chunks") == 0);
+  bool ok = true;
+  for (int i = 0; i < 1000; i++) ok &= pl::check(objs[i], 100 + i, unsigned(i));
+  CHECK(ok);
+  for (void *p : objs) free(p);
+}
