@@ -16,7 +16,7 @@
  *     replaces the hugetlb one at the same address (mremap), so every pointer
  *     stays valid.  The buffer is then a 4 KB buffer for hugepool too.
  * The cost is one copy of the live buffers per fork, also when exec follows
- * (posix_spawn, system() and popen() in glibc >= 2.34 use clone(CLONE_VFORK)
+ * (posix_spawn, system() and popen() in glibc 2.36 use clone(CLONE_VFORK)
  * and run no atfork handlers, so they do not pay it).
  *
  * HUGEPOOL_FORK=keep: the kernel's behaviour, no copy; one warning in the
