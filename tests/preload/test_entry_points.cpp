@@ -16,7 +16,7 @@ static constexpr size_t MiB = size_t(1) << 20;
 static void *(*volatile calloc_v)(size_t, size_t) = calloc;
 static void *(*volatile reallocarray_v)(void *, size_t, size_t) = reallocarray;
 
-TEST_CASE("the interposer is loaded", "[default][strict][smallheap][keep][threshold]") {
+TEST_CASE("the interposer is loaded", "[default][strict][smallheap][keep][threshold][small]") {
   REQUIRE(pl::preloaded());
 }
 
@@ -302,4 +302,20 @@ TEST_CASE("HUGEPOOL_THRESHOLD=64K moves the boundary", "[threshold]") {
   CHECK(pl::counter("preload: threshold (bytes)") == 65536);
   free(at);
   free(below);
+}
+
+TEST_CASE("HUGEPOOL_POLICY=small: with an empty pool the core's own 4 KB mappings serve large requests", "[small]") {
+  kv::PoolGuard pool(0);
+  void *p = malloc(4 * MiB);
+  REQUIRE(p);
+  memset(p, 1, 4 * MiB);
+  CHECK(pl::aligned(p, 2 * MiB)); /* a hugepool buffer, not glibc's */
+  CHECK(pl::page_kb(p) == 4);
+  CHECK(malloc_usable_size(p) == 4 * MiB);
+  CHECK(pl::counter("fallbacks to 4 KB pages") == 1);
+  CHECK(pl::counter("preload: fallbacks to glibc") == 0);
+  p = realloc(p, 100); /* back to glibc */
+  REQUIRE(p);
+  CHECK(static_cast<unsigned char *>(p)[99] == 1);
+  free(p);
 }
