@@ -1,0 +1,246 @@
+/* Routing: requests at or above HUGEPOOL_THRESHOLD go to hugepool, the rest
+ * to glibc (or to the small heap when HUGEPOOL_SMALL_HEAP=1); frees and
+ * reallocs follow the pointer, not the size.  Also: the shortage policy,
+ * the preload's counters, and start-up without recursion. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "internal.h" /* the core's option table, hooks and diagnostics */
+#include "preload.h"
+
+_Atomic size_t hpl_threshold = (size_t)1 << 20; /* the option's default until init */
+atomic_bool hpl_small_heap_on;
+
+enum { ST_NEW, ST_INITIALISING, ST_READY };
+static atomic_int state = ST_NEW;
+/* Set while this thread runs our initialisation: anything it allocates
+ * (pthread_atfork's table, say) goes straight to glibc. */
+static __thread int in_init __attribute__((tls_model("initial-exec")));
+
+/* Shortage policy: fall back to glibc (default) or fail (strict). */
+static bool policy_strict;
+static atomic_bool shortage_reported;
+
+static _Atomic uint64_t n_huge;            /* requests served by hugepool */
+static _Atomic uint64_t n_fallback;        /* large requests given to glibc because the pool was short */
+static _Atomic uint64_t bytes_fallback;    /* ... and their bytes */
+static _Atomic uint64_t n_strict_failures; /* large requests refused (strict) */
+
+/* What the kernel says: hugetlb memory this process has touched, in KiB
+ * (Private_Hugetlb in /proc/self/smaps_rollup; cached buffers included). */
+static uint64_t kernel_hugetlb_kib(void) {
+  char buf[2048];
+  int fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char *line = strstr(buf, "Private_Hugetlb:");
+  return line ? strtoull(line + strlen("Private_Hugetlb:"), NULL, 10) : 0;
+}
+
+static size_t extra_stats(hp_extra_stat *out, size_t max) {
+  uint64_t copied = 0, populated = 0, chunks = 0, sh_bytes = 0, sh_allocs = 0;
+  hpl_fork_stats(&copied, &populated);
+  if (atomic_load(&hpl_small_heap_on)) sh_stats(&chunks, &sh_bytes, &sh_allocs);
+  hp_extra_stat all[] = {
+      {"preload_threshold", "preload: threshold (bytes)", atomic_load(&hpl_threshold)},
+      {"preload_strict", "preload: strict policy (0/1)", policy_strict},
+      {"kernel_private_hugetlb_kib", "kernel: Private_Hugetlb (KiB)", kernel_hugetlb_kib()},
+      {"preload_huge_allocs", "preload: requests to hugepool", atomic_load(&n_huge)},
+      {"preload_fallbacks", "preload: fallbacks to glibc", atomic_load(&n_fallback)},
+      {"preload_fallback_bytes", "preload: bytes fallen back", atomic_load(&bytes_fallback)},
+      {"preload_strict_failures", "preload: refused (strict)", atomic_load(&n_strict_failures)},
+      {"preload_fork_populated", "preload: fork, buffers copied", populated},
+      {"preload_fork_to_small", "preload: fork, buffers to 4 KB", copied},
+      {"small_heap_chunks", "small heap: 2 MB chunks", chunks},
+      {"small_heap_bytes", "small heap: bytes in use", sh_bytes},
+      {"small_heap_allocs", "small heap: allocations", sh_allocs},
+  };
+  size_t n = sizeof(all) / sizeof(all[0]);
+  if (!atomic_load(&hpl_small_heap_on)) n -= 3;
+  if (n > max) n = max;
+  memcpy(out, all, n * sizeof(all[0]));
+  return n;
+}
+
+static void preload_init(void) {
+  int expected = ST_NEW;
+  if (!atomic_compare_exchange_strong(&state, &expected, ST_INITIALISING)) return;
+  in_init = 1;
+  (void)hugepool_get_policy(); /* runs the core's init: options, atfork */
+  size_t threshold = (size_t)option_get(HP_OPT_THRESHOLD);
+  if (threshold == 0) threshold = 1;
+  const char *policy = getenv("HUGEPOOL_POLICY");
+  if (policy && strcasecmp(policy, "strict") == 0) {
+    policy_strict = true; /* the core prints its shortage message */
+  } else if (policy && (strcasecmp(policy, "thp") == 0 || strcasecmp(policy, "small") == 0)) {
+    /* The core falls back to its own THP / 4 KB mappings. */
+  } else {
+    hugepool_set_policy(HUGEPOOL_POLICY_STRICT);
+    hp_quiet_shortage(true); /* we print one line of our own */
+  }
+  hp_stats_extra = extra_stats;
+  hpl_fork_init();
+  if (option_get(HP_OPT_SMALL_HEAP) && sh_init() == 0) atomic_store(&hpl_small_heap_on, true);
+  atomic_store(&hpl_threshold, threshold);
+  atomic_store(&state, ST_READY);
+  in_init = 0;
+}
+
+/* High priority: before the program's constructors allocate much. */
+__attribute__((constructor(101))) static void preload_constructor(void) { preload_init(); }
+
+static inline bool ready(void) {
+  if (HPL_LIKELY(atomic_load_explicit(&state, memory_order_acquire) == ST_READY)) return true;
+  if (in_init) return false;
+  preload_init();
+  return atomic_load_explicit(&state, memory_order_acquire) == ST_READY;
+}
+
+static void report_fallback(size_t size) {
+  if (atomic_exchange(&shortage_reported, true)) return;
+  char line[320];
+  int n = snprintf(line, sizeof(line),
+                   "hugepool-preload[%ld]: hugetlb pool short (%ld free 2 MB pages) for a %zu KiB request: this and "
+                   "later ones fall back to glibc malloc (counted in HUGEPOOL_STATS; HUGEPOOL_POLICY=strict "
+                   "fails instead)\n",
+                   (long)getpid(), hugepool_pool_free_pages(-1), size >> 10);
+  if (n > 0) os_write_stderr(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+/* A request at or above the threshold; `alignment` (<= 2 MB, or 0) matters
+ * only for the fallback: hugepool buffers are 2 MB aligned. */
+static void *large_alloc(size_t size, bool zero, size_t alignment) {
+  void *p = zero ? hugepool_calloc(1, size) : hugepool_alloc(size);
+  if (HPL_LIKELY(p != NULL)) {
+    atomic_fetch_add_explicit(&n_huge, 1, memory_order_relaxed);
+    return p;
+  }
+  if (policy_strict) {
+    atomic_fetch_add_explicit(&n_strict_failures, 1, memory_order_relaxed);
+    errno = ENOMEM;
+    return NULL;
+  }
+  report_fallback(size);
+  atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&bytes_fallback, size, memory_order_relaxed);
+  if (alignment > 16) return __libc_memalign(alignment, size);
+  return zero ? __libc_calloc(1, size) : __libc_malloc(size);
+}
+
+static void *route(size_t size, bool zero) {
+  if (!ready()) return zero ? __libc_calloc(1, size) : __libc_malloc(size);
+  if (size >= atomic_load_explicit(&hpl_threshold, memory_order_relaxed)) return large_alloc(size, zero, 0);
+  if (atomic_load_explicit(&hpl_small_heap_on, memory_order_relaxed) && size <= HPL_SMALL_MAX) {
+    void *p = sh_malloc(size ? size : 1);
+    if (p) {
+      if (zero) memset(p, 0, size);
+      return p;
+    }
+  }
+  return zero ? __libc_calloc(1, size) : __libc_malloc(size);
+}
+
+void *hpl_malloc_slow(size_t size) { return route(size, false); }
+
+void *hpl_calloc(size_t count, size_t size) { return route(count * size, true); /* overflow checked by caller */ }
+
+/* Where a pointer came from. */
+typedef enum { FROM_GLIBC, FROM_HUGEPOOL, FROM_SMALL_HEAP } origin;
+
+static origin origin_of(const void *ptr) {
+  if (((uintptr_t)ptr & (HPL_2M - 1)) == 0) {
+    return hugepool_owns(ptr) ? FROM_HUGEPOOL : FROM_GLIBC;
+  }
+  if (atomic_load_explicit(&hpl_small_heap_on, memory_order_relaxed) && sh_owns(ptr)) return FROM_SMALL_HEAP;
+  return FROM_GLIBC;
+}
+
+/* glibc's usable size, read from its chunk header (malloc_usable_size is
+ * ours now, and glibc exports no other name for it): the size word before
+ * the pointer, bit 1 = mmapped chunk (two header words) else one. */
+static size_t glibc_usable_size(const void *ptr) {
+  size_t word = ((const size_t *)ptr)[-1];
+  size_t chunk = word & ~(size_t)7;
+  return (word & 2) ? chunk - 2 * sizeof(size_t) : chunk - sizeof(size_t);
+}
+
+void hpl_free_slow(void *ptr) {
+  if (!ptr) return;
+  switch (origin_of(ptr)) {
+    case FROM_HUGEPOOL: hugepool_free(ptr); return; /* keeps errno */
+    case FROM_SMALL_HEAP: sh_free(ptr); return;
+    case FROM_GLIBC: __libc_free(ptr); return;
+  }
+}
+
+size_t hpl_usable_size(void *ptr) {
+  if (!ptr) return 0;
+  switch (origin_of(ptr)) {
+    case FROM_HUGEPOOL: return hugepool_usable_size(ptr);
+    case FROM_SMALL_HEAP: return sh_usable_size(ptr);
+    case FROM_GLIBC: break;
+  }
+  return glibc_usable_size(ptr);
+}
+
+void *hpl_realloc(void *ptr, size_t size) {
+  if (!ptr) return route(size, false);
+  if (size == 0) { /* glibc frees and returns NULL */
+    hpl_free_slow(ptr);
+    return NULL;
+  }
+  origin from = origin_of(ptr);
+  bool want_huge = ready() && size >= atomic_load_explicit(&hpl_threshold, memory_order_relaxed);
+  size_t old;
+  switch (from) {
+    case FROM_GLIBC:
+      if (!want_huge) return __libc_realloc(ptr, size); /* glibc keeps its own (or small-heap mode: fine) */
+      old = glibc_usable_size(ptr);
+      break;
+    case FROM_HUGEPOOL: {
+      old = hugepool_usable_size(ptr);
+      size_t page = hugepool_get_page_size();
+      if (want_huge && size <= old && old - size < page) return ptr; /* same number of pages */
+      break;
+    }
+    case FROM_SMALL_HEAP:
+    default:
+      old = sh_usable_size(ptr);
+      if (!want_huge && size <= old && size > old / 2) return ptr;
+      break;
+  }
+  size_t request = size;
+  if (from == FROM_HUGEPOOL && want_huge && size > old) {
+    /* Growing a hugepool buffer moves it: grow by at least a quarter so a
+     * buffer grown in small steps is copied O(log n) times, not O(n). */
+    size_t hint = old + old / 4;
+    if (hint > request) request = hint;
+  }
+  void *fresh = route(request, false);
+  if (!fresh && request != size) fresh = route(size, false);
+  if (!fresh) return NULL; /* the old block stays valid, errno = ENOMEM */
+  memcpy(fresh, ptr, old < size ? old : size);
+  hpl_free_slow(ptr);
+  return fresh;
+}
+
+void *hpl_memalign(size_t alignment, size_t size) {
+  if (!ready()) return __libc_memalign(alignment, size);
+  if (size >= atomic_load_explicit(&hpl_threshold, memory_order_relaxed) && alignment <= HPL_2M) {
+    return large_alloc(size, false, alignment); /* every hugepool buffer is 2 MB aligned */
+  }
+  /* Alignments beyond 16 bytes are rare for small requests: glibc serves
+   * them, even in small-heap mode (free() tells the two apart). */
+  if (alignment <= 16) return route(size, false);
+  return __libc_memalign(alignment, size);
+}
