@@ -146,13 +146,6 @@ static size_t round_up(size_t bytes, size_t unit) {
 
 void hp_quiet_shortage(bool quiet) { atomic_store(&hp_shortage_quiet, quiet); }
 
-void hp_for_each_live(void (*fn)(hp_block *b, void *arg), void *arg) {
-  ensure_init();
-  pthread_mutex_lock(&hp_lock);
-  registry_walk(fn, arg);
-  pthread_mutex_unlock(&hp_lock);
-}
-
 static void report_shortage(size_t size, size_t page, int node) {
   if (atomic_load_explicit(&hp_shortage_quiet, memory_order_relaxed)) return;
   unsigned nth = atomic_fetch_add(&hp_shortage_reports, 1);

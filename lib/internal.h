@@ -74,8 +74,6 @@ HP_INTERNAL void hp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 
 /* ---- hooks for the preload (preload/), which links these objects ------- */
 /* Silences the core's pool-shortage messages (the preload prints its own). */
 HP_INTERNAL void hp_quiet_shortage(bool quiet);
-/* Calls fn on every live block with the lock held; fn may change b->kind. */
-HP_INTERNAL void hp_for_each_live(void (*fn)(hp_block *b, void *arg), void *arg);
 /* Extra counters appended to every statistics report (NULL: none). */
 typedef struct hp_extra_stat {
   const char *key;   /* JSON key */

@@ -48,8 +48,7 @@ static uint64_t kernel_hugetlb_kib(void) {
 }
 
 static size_t extra_stats(hp_extra_stat *out, size_t max) {
-  uint64_t copied = 0, populated = 0, chunks = 0, sh_bytes = 0, sh_allocs = 0;
-  hpl_fork_stats(&copied, &populated);
+  uint64_t chunks = 0, sh_bytes = 0, sh_allocs = 0;
   if (atomic_load(&hpl_small_heap_on)) sh_stats(&chunks, &sh_bytes, &sh_allocs);
   hp_extra_stat all[] = {
       {"preload_threshold", "preload: threshold (bytes)", atomic_load(&hpl_threshold)},
@@ -59,8 +58,6 @@ static size_t extra_stats(hp_extra_stat *out, size_t max) {
       {"preload_fallbacks", "preload: fallbacks to glibc", atomic_load(&n_fallback)},
       {"preload_fallback_bytes", "preload: bytes fallen back", atomic_load(&bytes_fallback)},
       {"preload_strict_failures", "preload: refused (strict)", atomic_load(&n_strict_failures)},
-      {"preload_fork_populated", "preload: fork, buffers copied", populated},
-      {"preload_fork_to_small", "preload: fork, buffers to 4 KB", copied},
       {"small_heap_chunks", "small heap: 2 MB chunks", chunks},
       {"small_heap_bytes", "small heap: bytes in use", sh_bytes},
       {"small_heap_allocs", "small heap: allocations", sh_allocs},
@@ -89,7 +86,6 @@ static void preload_init(void) {
     hp_quiet_shortage(true); /* we print one line of our own */
   }
   hp_stats_extra = extra_stats;
-  hpl_fork_init();
   if (option_get(HP_OPT_SMALL_HEAP) && sh_init() == 0) atomic_store(&hpl_small_heap_on, true);
   atomic_store(&hpl_threshold, threshold);
   atomic_store(&state, ST_READY);

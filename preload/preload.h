@@ -2,7 +2,6 @@
  *
  *   alloc-override.c  the exported malloc-family symbols, nothing else
  *   preload.c         routing by size, shortage policy, statistics, init
- *   fork.c            what a child gets of the parent's hugetlb buffers
  *   small-heap.c      opt-in dense heap for small requests on hugetlb pages
  */
 #ifndef HUGEPOOL_PRELOAD_H
@@ -38,10 +37,6 @@ HPL_HIDDEN void *hpl_realloc(void *ptr, size_t size);
 HPL_HIDDEN void *hpl_memalign(size_t alignment, size_t size);
 HPL_HIDDEN void hpl_free_slow(void *ptr);
 HPL_HIDDEN size_t hpl_usable_size(void *ptr);
-
-/* ---- fork.c ------------------------------------------------------------- */
-HPL_HIDDEN void hpl_fork_init(void);
-HPL_HIDDEN void hpl_fork_stats(uint64_t *copied, uint64_t *populated);
 
 /* ---- small-heap.c ------------------------------------------------------- */
 /* Largest request the small heap serves; bigger ones go elsewhere. */
