@@ -106,7 +106,7 @@ int sh_init(void) {
   return 0;
 }
 
-static chunk *chunk_of(const void *p) { return (chunk *)((uintptr_t)p & ~(HPL_2M - 1)); }
+static chunk *chunk_of(const void *p) { return (chunk *)((char *)p - ((uintptr_t)p & (HPL_2M - 1))); }
 
 static void list_push(run **head, run *r) {
   r->prev = NULL;
@@ -170,6 +170,10 @@ static run *new_run(size_t cls) {
       return NULL;
     }
     at = find_units(c, units);
+  }
+  if (at < 0) { /* cannot happen: a new chunk has room for any class */
+    pthread_mutex_unlock(&chunk_lock);
+    return NULL;
   }
   for (size_t i = 0; i < units; i++) {
     c->free_units &= ~(1u << (at + (int)i));
