@@ -1,0 +1,72 @@
+// TLB reach: a dependent pointer chase through a random cyclic permutation
+// of the cache lines of a buffer.  Every step is a cache miss; whether it is
+// also a TLB miss (and how deep the page walk goes) depends on the page size.
+#include <random>
+
+#include "benches.hpp"
+
+namespace hb {
+
+namespace {
+
+constexpr size_t kLine = 64;
+
+// Link every line of the buffer into one random cycle (Sattolo's algorithm).
+void build_chain(char *p, size_t len) {
+  const size_t n = len / kLine;
+  std::vector<uint32_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);
+  std::mt19937_64 rng(42);
+  for (size_t i = n - 1; i > 0; --i) {
+    const size_t j = std::uniform_int_distribution<size_t>(0, i - 1)(rng);
+    std::swap(order[i], order[j]);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    char *from = p + static_cast<size_t>(order[i]) * kLine;
+    char *to = p + static_cast<size_t>(order[(i + 1) % n]) * kLine;
+    *reinterpret_cast<char **>(from) = to;
+  }
+}
+
+double chase_ns(char *start, long steps) {
+  char *q = start;
+  const uint64_t t0 = now_ns();
+  for (long i = 0; i < steps; ++i) q = *reinterpret_cast<char **>(q);
+  const uint64_t t1 = now_ns();
+  asm volatile("" : : "r"(q) : "memory");  // keep the chase
+  return static_cast<double>(t1 - t0) / static_cast<double>(steps);
+}
+
+}  // namespace
+
+int bench_tlb(const Args &a) {
+  const auto pages = parse_pages(a.get("pages", "4k,thp,hugetlb,hugepool"));
+  const auto sizes = parse_sizes(a.get("sizes", "64M"));
+  const long reps = a.num("reps", 3), steps = a.num("steps", 2000000);
+  for (size_t size : sizes) {
+    for (Page kind : pages) {
+      if (kind == Page::huge1g && size % kHuge1G) continue;
+      const std::string what = std::string(page_name(kind)) + " " + size_name(size);
+      if (auto why = unavailable(kind, size); !why.empty()) {
+        skip("tlb", what, why);
+        continue;
+      }
+      Buf b = buf_alloc(kind, size);
+      if (!b) {
+        skip("tlb", what, std::string("allocation failed: ") + std::strerror(errno));
+        continue;
+      }
+      build_chain(b.p, size);
+      chase_ns(b.p, steps / 4);  // warm-up
+      std::vector<double> t;
+      for (long r = 0; r < reps; ++r) t.push_back(chase_ns(b.p, steps));
+      buf_free(b);
+      page_type_trim(kind);
+      Json().str("bench", "tlb").str("page", page_name(kind)).integer("size", static_cast<long long>(size))
+          .integer("steps", steps).stats("ns_per_access", "ns", summarise(t)).emit();
+    }
+  }
+  return 0;
+}
+
+}  // namespace hb
