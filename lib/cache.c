@@ -89,6 +89,18 @@ static bool evict_one(hp_block *out) {
   return false;
 }
 
+bool cache_evict_kind(uint32_t kind, hp_block *out) {
+  for (size_t k = 0; k < max_slots; k++) {
+    size_t i = (victim + k) % max_slots;
+    if (slots[i].addr && slots[i].kind == kind) {
+      remove_slot(i, out);
+      victim = (i + 1) % max_slots;
+      return true;
+    }
+  }
+  return false;
+}
+
 bool cache_put(const hp_block *b, hp_block *victims, size_t max_victims, size_t *n_victims) {
   *n_victims = 0;
   if (max_slots == 0 || b->size > max_bytes || max_victims == 0 || !room_within(b->size, max_victims - 1)) {

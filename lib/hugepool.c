@@ -227,25 +227,42 @@ static void *take_cached(size_t requested, size_t size, int node, uint32_t kind)
   return NULL;
 }
 
-/* Could the pool cover `size` once the cache (and releases in flight) gave
- * their pages back?  Saves draining the cache for a hopeless request. */
-static bool reclaim_could_help(size_t size, size_t page, uint32_t kind) {
-  size_t cached = 0;
-  pthread_mutex_lock(&hp_lock);
-  cached = cache_bytes_of_kind(kind);
-  pthread_mutex_unlock(&hp_lock);
-  size_t in_flight = atomic_load(&hp_releasing);
-  if (cached == 0 && in_flight == 0) return false;
-  long avail = os_pool_available(page, HUGEPOOL_ANY_NODE);
-  return avail < 0 || (size_t)avail * page + cached + in_flight >= size;
+/* Evicts round-robin victims of `kind` until `need` bytes are on their way
+ * back to the pool (or the cache has none left); returns the bytes. */
+static size_t release_for(uint32_t kind, size_t need) {
+  size_t freed = 0;
+  hp_block batch[HP_BATCH];
+  while (freed < need) {
+    size_t n = 0;
+    pthread_mutex_lock(&hp_lock);
+    while (n < HP_BATCH && freed < need && cache_evict_kind(kind, &batch[n])) freed += batch[n++].size;
+    hp_stats.cache_evictions += n;
+    mark_releasing(batch, n);
+    pthread_mutex_unlock(&hp_lock);
+    if (n == 0) break;
+    release_blocks(batch, n);
+  }
+  return freed;
 }
 
-/* Maps a new hugetlb block; on ENOMEM gives the cache's pages back to the
- * pool (waiting for releases in flight) and tries once more. */
+/* Maps a new hugetlb block.  On ENOMEM, if the pages the cache holds (and
+ * releases in flight) could make up the shortfall, evicts just enough of
+ * them, waits for other threads' lazy releases, and tries once more. */
 static void *map_huge_reclaiming(size_t size, size_t page, int node, uint32_t kind) {
   void *p = map_huge(size, page, node);
-  if (p || errno != ENOMEM || !reclaim_could_help(size, page, kind)) return p;
-  release_cached(kind, &hp_stats.cache_evictions);
+  if (p || errno != ENOMEM) return p;
+  pthread_mutex_lock(&hp_lock);
+  size_t cached = cache_bytes_of_kind(kind);
+  pthread_mutex_unlock(&hp_lock);
+  size_t in_flight = atomic_load(&hp_releasing);
+  long avail = os_pool_available(page, node);
+  size_t have = avail > 0 ? (size_t)avail * page : 0;
+  if (cached + in_flight + have < size) {
+    errno = ENOMEM; /* hopeless: keep the cache */
+    return NULL;
+  }
+  size_t shortfall = size > have + in_flight ? size - have - in_flight : 0;
+  release_for(kind, shortfall);
   while (atomic_load(&hp_releasing) > 0) sched_yield(); /* other threads' lazy releases */
   p = map_huge(size, page, node);
   if (!p) errno = ENOMEM;

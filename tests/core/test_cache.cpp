@@ -265,3 +265,23 @@ TEST_CASE("hits and misses count allocations, not lookups, also on the fallback 
   CHECK(b.fallbacks_small - a.fallbacks_small == 2);
   fresh_state();
 }
+
+TEST_CASE("a short pool takes back only as many cached buffers as the request needs", "[cache]") {
+  kv::PoolGuard pool(8);
+  fresh_state();
+  std::vector<char *> cached;
+  for (int i = 0; i < 4; i++) {
+    cached.push_back(static_cast<char *>(hugepool_alloc(4 * MiB)));
+    REQUIRE(cached.back() != nullptr);
+  }
+  for (auto *p : cached) hugepool_free(p);  // 8 pages cached, none free
+  REQUIRE(kv::huge_available() == 0);
+  void *p = hugepool_alloc(2 * MiB);  // a class the cache does not hold
+  REQUIRE(p != nullptr);
+  int still = 0;
+  for (auto *c : cached) still += mapped_at(c);
+  CHECK(still == 3);                    // one 4 MB victim was enough
+  CHECK(kv::huge_available() == 1);     // its 2 pages went back, the request took 1
+  hugepool_free(p);
+  hugepool_trim();
+}
