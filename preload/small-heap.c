@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "internal.h"
 #include "preload.h"
@@ -131,21 +132,36 @@ static int find_units(const chunk *c, size_t units) {
   return -1;
 }
 
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* After a shortage the pool is looked at again at most this often; small
+ * requests go to glibc meanwhile.  Each look is one read of the pool's free
+ * count, so a short pool costs small requests almost nothing, and pages
+ * reserved later are used within a millisecond. */
+#define SH_RETRY_NS 1000000u
+
 /* The caller holds chunk_lock. */
 static chunk *new_chunk(void) {
-  /* After a shortage, skip the next attempts: each one is a failing mmap,
-   * and small requests are frequent.  They go to glibc meanwhile. */
-  static uint32_t skip;
-  if (skip) {
-    skip--;
-    return NULL;
+  static uint64_t retry_at; /* 0: no shortage seen */
+  if (retry_at) {
+    uint64_t now = now_ns();
+    if (now < retry_at) return NULL;
+    if (hugepool_pool_free_pages(HUGEPOOL_ANY_NODE) <= 0) {
+      retry_at = now + SH_RETRY_NS;
+      return NULL;
+    }
   }
   chunk *c = hugepool_alloc(HPL_2M);
   if (!c || hugepool_kind_of(c) != HUGEPOOL_KIND_HUGE_2M) {
     if (c) hugepool_free(c); /* a THP / 4 KB fallback (HUGEPOOL_POLICY=thp|small): not for us */
-    skip = 4096;
+    retry_at = now_ns() + SH_RETRY_NS;
     return NULL;
   }
+  retry_at = 0;
   memset(c, 0, sizeof(*c));
   c->free_units = ~1u; /* unit 0 is this header */
   c->next = chunks;
