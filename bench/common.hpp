@@ -298,6 +298,20 @@ inline std::string unavailable(Page kind, size_t bytes, int copies = 1) {
 }
 
 // Map (not touch) a buffer.  Returns an empty Buf with errno set on failure.
+// The row label for (kind, bytes), or "" when this combination is not
+// measured: a 1 GB page type with a size that is not whole 1 GB pages is left
+// out silently; a page type this machine cannot give is reported as skipped.
+// `suffix` is appended to the label (e.g. the fragmentation state).
+inline std::string measured_label(const char *bench, Page kind, size_t bytes, const std::string &suffix = "") {
+  if (kind == Page::huge1g && bytes % kHuge1G) return {};
+  std::string what = std::string(page_name(kind)) + " " + size_name(bytes) + suffix;
+  if (auto why = unavailable(kind, bytes); !why.empty()) {
+    skip(bench, what, why);
+    return {};
+  }
+  return what;
+}
+
 inline Buf buf_alloc(Page kind, size_t bytes) {
   Buf b;
   b.kind = kind;

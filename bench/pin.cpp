@@ -20,12 +20,8 @@ int bench_pin(const Args &a) {
 
   for (Page kind : pages) {
     for (size_t size : sizes) {
-      if (kind == Page::huge1g && size % kHuge1G) continue;
-      const std::string what = std::string(page_name(kind)) + " " + size_name(size);
-      if (auto why = unavailable(kind, size); !why.empty()) {
-        skip("pin", what, why);
-        continue;
-      }
+      const std::string what = measured_label("pin", kind, size);
+      if (what.empty()) continue;
       Buf b = buf_alloc(kind, size);
       if (!b) {
         skip("pin", what, std::string("allocation failed: ") + std::strerror(errno));

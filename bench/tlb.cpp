@@ -45,12 +45,8 @@ int bench_tlb(const Args &a) {
   const long reps = a.num("reps", 3), steps = a.num("steps", 2000000);
   for (size_t size : sizes) {
     for (Page kind : pages) {
-      if (kind == Page::huge1g && size % kHuge1G) continue;
-      const std::string what = std::string(page_name(kind)) + " " + size_name(size);
-      if (auto why = unavailable(kind, size); !why.empty()) {
-        skip("tlb", what, why);
-        continue;
-      }
+      const std::string what = measured_label("tlb", kind, size);
+      if (what.empty()) continue;
       Buf b = buf_alloc(kind, size);
       if (!b) {
         skip("tlb", what, std::string("allocation failed: ") + std::strerror(errno));

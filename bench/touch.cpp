@@ -35,12 +35,8 @@ int bench_touch(const Args &a) {
   const long reps = a.num("reps", 5), cold_reps = a.num("cold-reps", 1), idle_s = a.num("idle", 4);
   for (Page kind : pages) {
     for (size_t size : sizes) {
-      if (kind == Page::huge1g && size % kHuge1G) continue;
-      const std::string what = std::string(page_name(kind)) + " " + size_name(size);
-      if (auto why = unavailable(kind, size); !why.empty()) {
-        skip("touch", what, why);
-        continue;
-      }
+      const std::string what = measured_label("touch", kind, size);
+      if (what.empty()) continue;
       std::vector<double> warm, freeing;
       double t = 0, f = 0;
       bool ok = one_touch(kind, size, &t, &f);  // warm-up, not recorded

@@ -92,12 +92,8 @@ void measure(int pagemap, const std::vector<Page> &pages, const std::vector<size
              const std::string &state) {
   for (Page kind : pages) {
     for (size_t size : sizes) {
-      if (kind == Page::huge1g && size % kHuge1G) continue;
-      const std::string what = std::string(page_name(kind)) + " " + size_name(size) + " " + state;
-      if (auto why = unavailable(kind, size); !why.empty()) {
-        skip("translate", what, why);
-        continue;
-      }
+      const std::string what = measured_label("translate", kind, size, " " + state);
+      if (what.empty()) continue;
       std::vector<double> counts;
       std::string err;
       for (long r = 0; r < reps && err.empty(); ++r) {

@@ -31,6 +31,17 @@ static void put(void *p, size_t n, int hand) {
   munmap(p, (n + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1));
 }
 
+/* One round trip: rank 0 sends and waits for the echo, rank 1 echoes. */
+static void round_trip(char *buf, size_t n, int rank) {
+  if (rank == 0) {
+    MPI_Send(buf, (int)n, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+    MPI_Recv(buf, (int)n, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  } else {
+    MPI_Recv(buf, (int)n, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Send(buf, (int)n, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+  }
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int hand = argc > 1 && strcmp(argv[1], "--hand") == 0;
@@ -52,24 +63,10 @@ int main(int argc, char **argv) {
     if (iters < 20) iters = 20;
     if (iters > 500) iters = 500;
     double *t = malloc(sizeof(double) * (size_t)iters);
-    for (int w = 0; w < 3; w++) { /* warm-up */
-      if (rank == 0) {
-        MPI_Send(buf, (int)n, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
-        MPI_Recv(buf, (int)n, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      } else {
-        MPI_Recv(buf, (int)n, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Send(buf, (int)n, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
-      }
-    }
+    for (int w = 0; w < 3; w++) round_trip(buf, n, rank); /* warm-up */
     for (int i = 0; i < iters; i++) {
       double t0 = MPI_Wtime();
-      if (rank == 0) {
-        MPI_Send(buf, (int)n, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
-        MPI_Recv(buf, (int)n, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      } else {
-        MPI_Recv(buf, (int)n, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Send(buf, (int)n, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
-      }
+      round_trip(buf, n, rank);
       t[i] = (MPI_Wtime() - t0) * 1e6;
     }
     qsort(t, (size_t)iters, sizeof(double), cmp_double);
