@@ -129,10 +129,10 @@ bool cache_put(const hp_block *b, hp_block *victims, size_t max_victims, size_t 
   return false;
 }
 
-size_t cache_drain(uint32_t kind, hp_block *out, size_t max_out) {
+size_t cache_drain(hp_block *out, size_t max_out) {
   size_t n = 0;
   for (size_t i = 0; i < extent && n < max_out && count; i++) {
-    if (slots[i].addr && (kind == 0 || slots[i].kind == kind)) remove_slot(i, &out[n++]);
+    if (slots[i].addr) remove_slot(i, &out[n++]);
   }
   return n;
 }

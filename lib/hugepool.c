@@ -62,7 +62,7 @@ static void atfork_child(void) {
    * child maps (and reserves) its own buffers instead of reusing them. */
   hp_block batch[HP_BATCH];
   size_t n;
-  while ((n = cache_drain(0, batch, HP_BATCH)) > 0) {
+  while ((n = cache_drain(batch, HP_BATCH)) > 0) {
     for (size_t i = 0; i < n; i++) {
       os_unmap(batch[i].addr, batch[i].size);
       stats_unmapped(batch[i].size);
@@ -121,22 +121,6 @@ static void release_blocks(hp_block *blocks, size_t n) {
   pthread_mutex_lock(&hp_lock);
   for (size_t i = 0; i < n; i++) stats_unmapped(blocks[i].size);
   pthread_mutex_unlock(&hp_lock);
-}
-
-/* Gives every cached mapping of `kind` back to the kernel; returns the bytes. */
-static size_t release_cached(uint32_t kind, uint64_t *counter) {
-  size_t total = 0;
-  hp_block batch[HP_BATCH];
-  for (;;) {
-    pthread_mutex_lock(&hp_lock);
-    size_t n = cache_drain(kind, batch, HP_BATCH);
-    *counter += n;
-    mark_releasing(batch, n);
-    pthread_mutex_unlock(&hp_lock);
-    if (n == 0) return total;
-    for (size_t i = 0; i < n; i++) total += batch[i].size;
-    release_blocks(batch, n);
-  }
 }
 
 static size_t round_up(size_t bytes, size_t unit) {
@@ -413,7 +397,18 @@ hugepool_kind hugepool_kind_of(const void *ptr) {
 
 size_t hugepool_trim(void) {
   ensure_init();
-  return release_cached(0, &hp_stats.trims);
+  size_t total = 0;
+  hp_block batch[HP_BATCH];
+  for (;;) {
+    pthread_mutex_lock(&hp_lock);
+    size_t n = cache_drain(batch, HP_BATCH);
+    hp_stats.trims += n;
+    mark_releasing(batch, n);
+    pthread_mutex_unlock(&hp_lock);
+    if (n == 0) return total;
+    for (size_t i = 0; i < n; i++) total += batch[i].size;
+    release_blocks(batch, n);
+  }
 }
 
 int hugepool_set_policy(hugepool_policy policy) {

@@ -96,11 +96,10 @@ HP_INTERNAL bool cache_take(size_t size, int node, uint32_t kind, hp_block *out)
  * max_victims).  Returns true if `b` was cached; false if it must be
  * released by the caller (also appended to victims[] in that case). */
 HP_INTERNAL bool cache_put(const hp_block *b, hp_block *victims, size_t max_victims, size_t *n_victims);
-/* Moves up to max_out cached blocks (matching `kind`, or any if kind == 0)
- * into out[]; returns how many. */
 /* Evicts the next round-robin victim of `kind`; false if none is cached. */
 HP_INTERNAL bool cache_evict_kind(uint32_t kind, hp_block *out);
-HP_INTERNAL size_t cache_drain(uint32_t kind, hp_block *out, size_t max_out);
+/* Moves up to max_out cached blocks into out[]; returns how many. */
+HP_INTERNAL size_t cache_drain(hp_block *out, size_t max_out);
 /* Evicts round-robin until the cache fits its limits; returns victims. */
 HP_INTERNAL size_t cache_shrink_to_limits(hp_block *out, size_t max_out);
 HP_INTERNAL size_t cache_count(void);
