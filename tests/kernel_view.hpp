@@ -134,44 +134,75 @@ inline long long pool_read(size_t page_kb, const char *what) {
   return std::stoll(read_file(pool_file(page_kb) + what));
 }
 
+// Reads or writes one number in a pool file without allocating: under the
+// preload's small heap an allocation here could itself take a pool page
+// between resizing the pool and checking it.
+inline long long pool_number(const char *path) {
+  char buf[64];
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd < 0 ? -1 : ::read(fd, buf, sizeof(buf) - 1);
+  if (fd >= 0) ::close(fd);
+  if (n <= 0) throw std::runtime_error("cannot read pool file");
+  buf[n] = '\0';
+  return std::strtoll(buf, nullptr, 10);
+}
+
+inline void pool_set_number(const char *path, long long v) {
+  char buf[32];
+  int len = std::snprintf(buf, sizeof(buf), "%lld\n", v);
+  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  bool ok = fd >= 0 && ::write(fd, buf, static_cast<size_t>(len)) == len;
+  if (fd >= 0) ok = ::close(fd) == 0 && ok;
+  if (!ok) throw std::runtime_error("cannot write pool file");
+}
+
 // Holds the machine-wide pool lock and sets the pool so that exactly
-// `free_pages` pages of `page_kb` are free; restores the old size on exit.
+// `free_pages` pages of `page_kb` are free; restores the old size on exit,
+// also when the pool cannot be set.
 class PoolGuard {
  public:
-  explicit PoolGuard(long long free_pages, size_t page_kb = 2048) : page_kb_(page_kb) {
+  explicit PoolGuard(long long free_pages, size_t page_kb = 2048)
+      : nr_(pool_file(page_kb) + "nr_hugepages"),
+        free_(pool_file(page_kb) + "free_hugepages"),
+        resv_(pool_file(page_kb) + "resv_hugepages") {
     fd_ = ::open(kPoolLock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0)
+    if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0) {
+      if (fd_ >= 0) ::close(fd_);
       throw std::runtime_error(std::string("pool lock: ") + std::strerror(errno));
-    old_total_ = pool_read(page_kb_, "nr_hugepages");
-    set_free(free_pages);
+    }
+    old_total_ = pool_number(nr_.c_str());
+    try {
+      set_free(free_pages);
+    } catch (...) {
+      restore();
+      throw;
+    }
   }
   PoolGuard(const PoolGuard &) = delete;
   PoolGuard &operator=(const PoolGuard &) = delete;
-  ~PoolGuard() {
+  ~PoolGuard() { restore(); }
+  // Resize so that `free_pages` are free (pages in use by others are kept).
+  void set_free(long long free_pages) {
+    long long want = pool_number(nr_.c_str()) - available() + free_pages;
+    pool_set_number(nr_.c_str(), want);
+    long long got = available();
+    if (got != free_pages)
+      throw std::runtime_error("could not reserve " + std::to_string(free_pages) + " free huge pages (have " +
+                               std::to_string(got) + ", via " + nr_ + ")");
+  }
+  long long available() const { return pool_number(free_.c_str()) - pool_number(resv_.c_str()); }
+
+ private:
+  void restore() noexcept {
+    if (fd_ < 0) return;
     try {
-      write_file(pool_file(page_kb_) + "nr_hugepages", std::to_string(old_total_));
+      pool_set_number(nr_.c_str(), old_total_);
     } catch (...) {
     }
     ::close(fd_);
+    fd_ = -1;
   }
-  // Resize so that `free_pages` are free (pages in use by others are kept).
-  void set_free(long long free_pages) {
-    long long total = pool_read(page_kb_, "nr_hugepages");
-    long long free_now = pool_read(page_kb_, "free_hugepages");
-    long long resv = pool_read(page_kb_, "resv_hugepages");
-    long long want = total - (free_now - resv) + free_pages;
-    write_file(pool_file(page_kb_) + "nr_hugepages", std::to_string(want));
-    long long got = pool_read(page_kb_, "free_hugepages") - pool_read(page_kb_, "resv_hugepages");
-    if (got != free_pages)
-      throw std::runtime_error("could not reserve " + std::to_string(free_pages) + " free huge pages of " +
-                               std::to_string(page_kb_) + " kB (have " + std::to_string(got) + ")");
-  }
-  long long available() const {
-    return pool_read(page_kb_, "free_hugepages") - pool_read(page_kb_, "resv_hugepages");
-  }
-
- private:
-  size_t page_kb_;
+  std::string nr_, free_, resv_;
   int fd_ = -1;
   long long old_total_ = 0;
 };
