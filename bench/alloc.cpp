@@ -13,7 +13,14 @@
 //        "mixed"  = an application-like step: several comm buffers of mixed
 //                   sizes alive at once and fully written, small mallocs in
 //                   between, freed in another order; time per step.
+//        "threads" = "cached" from 1, 2 and --threads-max threads at once,
+//                   each with its own buffer; wall time per pair per thread
+//                   (equal to the 1-thread row when nothing is shared);
+//        "depth"  = "cached" of a 4 MB buffer while N other freed 2 MB
+//                   buffers are cached (--depths), per pair.
+#include <atomic>
 #include <random>
+#include <thread>
 
 #include "common.hpp"
 
@@ -108,6 +115,96 @@ void test_cached(size_t size, long batches, long batch) {
   row("cached", size).integer("batch", batch).stats("alloc_free_ns", "ns", summarise(per_op)).emit();
 }
 
+// Alloc+free pairs of `size` from `nthreads` threads at once, `batch` pairs
+// per thread between two barriers; per pair = round wall time / batch.
+void test_threads(size_t size, int nthreads, long batches, long batch) {
+  if (g_api == Api::reuse) return;
+  std::atomic<int> arrived{0};
+  std::atomic<long> round{-1};
+  std::atomic<bool> failed{false};
+  auto work = [&](long b) {
+    for (long i = 0; i < batch; ++i) {
+      void *q = big_alloc(size);
+      if (!q) {
+        failed = true;
+        return;
+      }
+      escape(q);
+      big_free(q);
+    }
+    (void)b;
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < nthreads; ++t)
+    pool.emplace_back([&] {
+      for (long b = 0; b < batches + 1; ++b) {
+        while (round.load() < b) std::this_thread::yield();
+        work(b);
+        arrived.fetch_add(1);
+      }
+    });
+  std::vector<double> per_pair;
+  for (long b = 0; b < batches + 1; ++b) {  // round 0 is a warm-up
+    arrived = 0;
+    const uint64_t t0 = now_ns();
+    round = b;
+    work(b);
+    while (arrived.load() < nthreads - 1) std::this_thread::yield();
+    if (b) per_pair.push_back(static_cast<double>(now_ns() - t0) / static_cast<double>(batch));
+  }
+  for (auto &t : pool) t.join();
+  if (failed) {
+    skip("alloc", g_peer + " threads " + std::to_string(nthreads), "allocation failed");
+    return;
+  }
+  row("threads", size)
+      .integer("threads", nthreads)
+      .integer("batch", batch)
+      .stats("pair_ns", "ns", summarise(per_pair))
+      .emit();
+}
+
+// Hit cost with `others` freed 2 MB buffers cached beside the 4 MB one.
+void test_depth(size_t others, long batches, long batch) {
+  if (g_api == Api::reuse) return;
+#ifdef HUGEPOOL_BENCH_HAVE_LIB
+  if (g_api == Api::hugepool) hugepool_set_cache_limits(others + 16, size_t{1} << 40);
+#endif
+  std::vector<void *> v;
+  for (size_t i = 0; i < others; ++i) {
+    void *p = big_alloc(2 * kMB);
+    if (!p) {
+      skip("alloc", g_peer + " depth " + std::to_string(others), "allocation failed");
+      for (void *q : v) big_free(q);
+      return;
+    }
+    static_cast<char *>(p)[0] = 1;
+    v.push_back(p);
+  }
+  for (void *q : v) big_free(q);
+  void *p = big_alloc(4 * kMB);
+  if (p) std::memset(p, 1, 4 * kMB);
+  big_free(p);
+  std::vector<double> per_op;
+  for (long b = 0; b < batches; ++b) {
+    const uint64_t t0 = now_ns();
+    for (long i = 0; i < batch; ++i) {
+      void *q = big_alloc(4 * kMB);
+      escape(q);
+      big_free(q);
+    }
+    per_op.push_back(static_cast<double>(now_ns() - t0) / static_cast<double>(batch));
+  }
+#ifdef HUGEPOOL_BENCH_HAVE_LIB
+  if (g_api == Api::hugepool) hugepool_trim();
+#endif
+  row("depth", 4 * kMB)
+      .integer("cached_others", static_cast<long long>(others))
+      .integer("batch", batch)
+      .stats("alloc_free_ns", "ns", summarise(per_op))
+      .emit();
+}
+
 void test_memset(size_t size, long reps) {
   std::vector<double> t;
   long huge_kb = -1;
@@ -171,7 +268,11 @@ void test_mixed(long steps, size_t largest) {
     for (void *q : small) std::free(q);
     if (s) t.push_back(static_cast<double>(now_ns() - t0));
   }
-  row("mixed", 0).integer("largest", static_cast<long long>(largest)).integer("hugetlb_kb", huge_kb).stats("step_ns", "ns", summarise(t)).emit();
+  row("mixed", 0)
+      .integer("largest", static_cast<long long>(largest))
+      .integer("hugetlb_kb", huge_kb)
+      .stats("step_ns", "ns", summarise(t))
+      .emit();
 }
 
 }  // namespace
@@ -182,11 +283,16 @@ int main(int argc, char **argv) {
   using namespace hb;
   Args a(argc, argv, 1);
   const std::string api = a.get("api", "malloc");
-  if (api == "malloc") g_api = Api::malloc_free;
-  else if (api == "reuse") g_api = Api::reuse;
-  else if (api == "ghp") g_api = Api::ghp;
-  else if (api == "hugepool") g_api = Api::hugepool;
-  else die("unknown --api " + api);
+  if (api == "malloc")
+    g_api = Api::malloc_free;
+  else if (api == "reuse")
+    g_api = Api::reuse;
+  else if (api == "ghp")
+    g_api = Api::ghp;
+  else if (api == "hugepool")
+    g_api = Api::hugepool;
+  else
+    die("unknown --api " + api);
   g_peer = a.get("peer", api);
 #ifndef HUGEPOOL_BENCH_HAVE_HUGETLBFS
   if (g_api == Api::ghp) {
@@ -207,6 +313,17 @@ int main(int argc, char **argv) {
       test_cached(s, a.num("batches", 30), a.num("batch", 1000));
   if (want("memset"))
     for (size_t s : parse_sizes(a.get("sizes", "2M,8M,64M,256M"))) test_memset(s, a.num("reps", 10));
+  if (want("threads")) {
+    const int all = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+    const int most = static_cast<int>(a.num("threads-max", all));
+    std::vector<int> counts{1, 2};
+    if (most > 2) counts.push_back(most);
+    for (size_t s : parse_sizes(a.get("cached-sizes", "2M")))
+      for (int n : counts) test_threads(s, n, a.num("batches", 30), a.num("batch", 1000));
+  }
+  if (want("depth"))
+    for (const auto &d : split(a.get("depths", "8,64,256,1024")))
+      test_depth(std::stoul(d), a.num("batches", 30), a.num("batch", 1000));
   if (want("mixed")) test_mixed(a.num("steps", 20), parse_size(a.get("mixed-max", "64M")));
   return 0;
 }
