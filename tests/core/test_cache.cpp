@@ -148,7 +148,7 @@ TEST_CASE("the byte cap holds", "[cache]") {
   void *p = hugepool_alloc(2 * MiB);
   hugepool_free(p);
   CHECK(kv::huge_available() == free0);
-  CHECK(hugepool_set_cache_limits(100000, 1) == -1);
+  CHECK(hugepool_set_cache_limits(size_t{1} << 21, 1) == -1);  // more than HP_CACHE_SLOTS_MAX
   CHECK(errno == EINVAL);
   fresh_state();
 }
