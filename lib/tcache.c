@@ -174,8 +174,13 @@ bool tcache_put_slow(hp_tcache *tc, const hp_block *b, hp_block *victims, size_t
     if (!tc->e[i].b.addr) slot = &tc->e[i];
   }
   if (!slot) {
-    hp_spin_unlock(&tc->lock);
-    return false; /* every entry is in use: the shared cache takes it */
+    /* Every entry is in use: the oldest block moves to the shared cache (its
+     * lease becomes that cache's slot, the totals do not change), and the
+     * block freed now - the likelier to be wanted next - takes its place. */
+    slot = oldest(tc, NULL);
+    drop_lease(slot);
+    cache_add_unchecked(&slot->b, victims, max_victims, n_victims);
+    slot->b.addr = NULL;
   }
   drop_lease(slot); /* too small for b */
   /* Unused leases of this thread go back first: they hold room, no memory. */
