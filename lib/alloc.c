@@ -3,9 +3,9 @@
  * when the pool is short), then the policy's fallback. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <string.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -60,8 +60,10 @@ static int make_live(hp_block *b, size_t requested, bool hit) {
   b->requested = requested;
   if (registry_insert(b) != 0) return -1;
   hp_stats.allocs++;
-  if (hit) hp_stats.cache_hits++;
-  else hp_stats.cache_misses++;
+  if (hit)
+    hp_stats.cache_hits++;
+  else
+    hp_stats.cache_misses++;
   hp_stats.live_buffers++;
   hp_stats.bytes_live += b->size;
   hp_stats.bytes_requested += requested;

@@ -26,8 +26,8 @@ typedef uint32_t ref; /* index into entries[]; 0 is "none" */
 
 typedef struct entry {
   hp_block b;
-  ref bucket_next;         /* next entry of the same bucket */
-  ref age_prev, age_next;  /* all entries, oldest first */
+  ref bucket_next;          /* next entry of the same bucket */
+  ref age_prev, age_next;   /* all entries, oldest first */
   ref kind_prev, kind_next; /* entries of this kind, oldest first */
 } entry;
 
@@ -37,11 +37,11 @@ typedef struct age_list {
 
 #define KINDS 5 /* hugepool_kind values, HUGEPOOL_KIND_NONE unused */
 
-static entry *entries;     /* entries[0] unused */
-static size_t n_entries;   /* capacity of entries[], 0 before the first put */
-static ref free_list;      /* unused entries, through bucket_next */
-static ref *buckets;       /* heads of the hash chains */
-static size_t n_buckets;   /* a power of two, or 0 */
+static entry *entries;   /* entries[0] unused */
+static size_t n_entries; /* capacity of entries[], 0 before the first put */
+static ref free_list;    /* unused entries, through bucket_next */
+static ref *buckets;     /* heads of the hash chains */
+static size_t n_buckets; /* a power of two, or 0 */
 static age_list all, of_kind[KINDS];
 static size_t max_slots, max_bytes;
 static size_t count, bytes, kind_bytes[KINDS];
@@ -110,18 +110,24 @@ static void list_push(age_list *l, ref r, bool by_kind) {
   ref *prev = by_kind ? &e->kind_prev : &e->age_prev, *next = by_kind ? &e->kind_next : &e->age_next;
   *prev = l->tail;
   *next = 0;
-  if (l->tail) *(by_kind ? &entries[l->tail].kind_next : &entries[l->tail].age_next) = r;
-  else l->head = r;
+  if (l->tail)
+    *(by_kind ? &entries[l->tail].kind_next : &entries[l->tail].age_next) = r;
+  else
+    l->head = r;
   l->tail = r;
 }
 
 static void list_unlink(age_list *l, ref r, bool by_kind) {
   entry *e = &entries[r];
   ref prev = by_kind ? e->kind_prev : e->age_prev, next = by_kind ? e->kind_next : e->age_next;
-  if (prev) *(by_kind ? &entries[prev].kind_next : &entries[prev].age_next) = next;
-  else l->head = next;
-  if (next) *(by_kind ? &entries[next].kind_prev : &entries[next].age_prev) = prev;
-  else l->tail = prev;
+  if (prev)
+    *(by_kind ? &entries[prev].kind_next : &entries[prev].age_next) = next;
+  else
+    l->head = next;
+  if (next)
+    *(by_kind ? &entries[next].kind_prev : &entries[next].age_prev) = prev;
+  else
+    l->tail = prev;
 }
 
 /* Adds b; the caller checked the limits.  -1 when the metadata cannot grow. */
@@ -230,6 +236,11 @@ bool cache_lease(size_t size, hp_block *victims, size_t max_victims, size_t *n_v
   return true;
 }
 
+bool cache_lease_fits(size_t size, size_t give_slots, size_t give_bytes) {
+  return max_slots > 0 && size <= max_bytes && count + leased_slots - give_slots < max_slots &&
+         bytes + leased_bytes - give_bytes + size <= max_bytes;
+}
+
 void cache_unlease(size_t size) {
   leased_slots--;
   leased_bytes -= size;
@@ -247,8 +258,7 @@ size_t cache_drain(hp_block *out, size_t max_out) {
 
 size_t cache_shrink_to_limits(hp_block *out, size_t max_out) {
   size_t n = 0;
-  while (n < max_out && (count + leased_slots > max_slots || bytes + leased_bytes > max_bytes) &&
-         evict_oldest(&out[n]))
+  while (n < max_out && (count + leased_slots > max_slots || bytes + leased_bytes > max_bytes) && evict_oldest(&out[n]))
     n++;
   return n;
 }

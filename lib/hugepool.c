@@ -135,13 +135,14 @@ void hp_report_shortage(size_t size, size_t page, int node) {
   long total = os_pool_total(page, node);
   char where[32] = "";
   if (node >= 0) (void)snprintf(where, sizeof(where), " on node %d", node); /* cannot truncate */
-  const char *knob = page == HP_1G ? "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages"
-                                   : "/proc/sys/vm/nr_hugepages";
-  hp_warn("cannot map %zu MiB on %s hugetlb pages%s: need %zu pages, %ld free of %ld in the pool; reserve more "
-          "with 'echo N > %s' (as root) or 'hugepool-reserve N%s', or allow a fallback with "
-          "HUGEPOOL_POLICY=thp|small",
-          size >> 20, page == HP_1G ? "1 GB" : "2 MB", where, size / page, avail, total, knob,
-          page == HP_1G ? " --size 1G" : "");
+  const char *knob =
+      page == HP_1G ? "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages" : "/proc/sys/vm/nr_hugepages";
+  hp_warn(
+      "cannot map %zu MiB on %s hugetlb pages%s: need %zu pages, %ld free of %ld in the pool; reserve more "
+      "with 'echo N > %s' (as root) or 'hugepool-reserve N%s', or allow a fallback with "
+      "HUGEPOOL_POLICY=thp|small",
+      size >> 20, page == HP_1G ? "1 GB" : "2 MB", where, size / page, avail, total, knob,
+      page == HP_1G ? " --size 1G" : "");
 }
 
 /* ---- the public API ----------------------------------------------------- */

@@ -89,8 +89,7 @@ HP_INTERNAL void release_now(hp_block *blocks, size_t n);
 /* The one loop every bulk release runs: under hp_lock, take(batch) picks up
  * to HP_BATCH blocks, *counter counts them; then they are unmapped outside
  * the lock; until take() finds none.  Returns the bytes released. */
-HP_INTERNAL size_t release_batches(size_t (*take)(hp_block *out, size_t max, void *arg), void *arg,
-                                   uint64_t *counter);
+HP_INTERNAL size_t release_batches(size_t (*take)(hp_block *out, size_t max, void *arg), void *arg, uint64_t *counter);
 /* Releases cached blocks of `kind`, oldest first, until `need` bytes are on
  * their way back to the pool (or none is left); returns the bytes. */
 HP_INTERNAL size_t release_for(hugepool_kind kind, size_t need);
@@ -118,7 +117,7 @@ extern HP_INTERNAL size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);
  * address's stripe itself: callers need not (and, for registry_update's fn,
  * must not) hold any other lock of the registry.  A block is in the registry
  * exactly while it is live: cached blocks are not. */
-HP_INTERNAL int registry_insert(const hp_block *b);             /* 0, or -1 with ENOMEM */
+HP_INTERNAL int registry_insert(const hp_block *b);                /* 0, or -1 with ENOMEM */
 HP_INTERNAL bool registry_remove(const void *addr, hp_block *out); /* false: not live */
 HP_INTERNAL bool registry_find(const void *addr, hp_block *out);   /* copies the block */
 /* Runs fn on the live block at addr with its stripe locked (fn may change
@@ -144,6 +143,9 @@ HP_INTERNAL bool cache_put(const hp_block *b, hp_block *victims, size_t max_vict
  * cache_put does; false (nothing evicted) if there is no such room. */
 HP_INTERNAL bool cache_lease(size_t size, hp_block *victims, size_t max_victims, size_t *n_victims);
 HP_INTERNAL void cache_unlease(size_t size);
+/* Would a lease of `size` fit without evicting, once leases of give_slots
+ * blocks and give_bytes bytes were given back? */
+HP_INTERNAL bool cache_lease_fits(size_t size, size_t give_slots, size_t give_bytes);
 /* Caches `b` ignoring the limits (cache_shrink_to_limits follows). */
 HP_INTERNAL void cache_add_unchecked(const hp_block *b, hp_block *victims, size_t max_victims, size_t *n_victims);
 /* Evicts the oldest block of `kind`; false if none is cached. */
@@ -170,8 +172,7 @@ HP_INTERNAL void tcache_init(void (*on_thread_exit)(hp_tcache *tc));
  * metadata cannot be had. */
 HP_INTERNAL hp_tcache *tcache_self(void);
 /* Fast paths: counters of the hit or the free go into the thread's cache. */
-HP_INTERNAL bool tcache_take(hp_tcache *tc, size_t size, size_t requested, int node, hugepool_kind kind,
-                             hp_block *out);
+HP_INTERNAL bool tcache_take(hp_tcache *tc, size_t size, size_t requested, int node, hugepool_kind kind, hp_block *out);
 HP_INTERNAL void tcache_uncount(hp_tcache *tc, const hp_block *b); /* undoes a take's counters */
 /* Counts the free of `b` and caches it in an entry whose lease fits, if
  * may_cache; false if it was not cached (tcache_put_slow is next). */

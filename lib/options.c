@@ -13,12 +13,12 @@
 typedef enum { OPT_SIZE, OPT_COUNT, OPT_CHOICE, OPT_STRING } opt_type;
 
 typedef struct hp_option {
-  const char *name;     /* environment variable */
+  const char *name; /* environment variable */
   opt_type type;
-  long long value;      /* parsed value (or default) */
-  long long max;        /* OPT_SIZE / OPT_COUNT: largest accepted value */
-  const char *choices;  /* OPT_CHOICE: "a|b|c", value = index */
-  const char *text;     /* OPT_STRING */
+  long long value;     /* parsed value (or default) */
+  long long max;       /* OPT_SIZE / OPT_COUNT: largest accepted value */
+  const char *choices; /* OPT_CHOICE: "a|b|c", value = index */
+  const char *text;    /* OPT_STRING */
   const char *help;
 } hp_option;
 
@@ -57,10 +57,22 @@ int parse_size(const char *text, unsigned long long *out) {
   if (errno == ERANGE) return -1;
   unsigned shift = 0;
   switch (toupper((unsigned char)*end)) {
-    case 'K': shift = 10; end++; break;
-    case 'M': shift = 20; end++; break;
-    case 'G': shift = 30; end++; break;
-    case 'T': shift = 40; end++; break;
+    case 'K':
+      shift = 10;
+      end++;
+      break;
+    case 'M':
+      shift = 20;
+      end++;
+      break;
+    case 'G':
+      shift = 30;
+      end++;
+      break;
+    case 'T':
+      shift = 40;
+      end++;
+      break;
     default: break;
   }
   if (shift) {
@@ -104,9 +116,12 @@ static void describe_default(const hp_option *o, char *buf, size_t len) {
     unsigned long long v = (unsigned long long)o->value;
     const char *unit = "";
     if (o->type == OPT_SIZE) {
-      if (v && v % (1ULL << 30) == 0) v >>= 30, unit = "G";
-      else if (v && v % (1ULL << 20) == 0) v >>= 20, unit = "M";
-      else if (v && v % (1ULL << 10) == 0) v >>= 10, unit = "K";
+      if (v && v % (1ULL << 30) == 0)
+        v >>= 30, unit = "G";
+      else if (v && v % (1ULL << 20) == 0)
+        v >>= 20, unit = "M";
+      else if (v && v % (1ULL << 10) == 0)
+        v >>= 10, unit = "K";
     }
     (void)snprintf(buf, len, "%llu%s", v, unit); /* a truncated default is still readable */
   }
@@ -133,9 +148,12 @@ static void parse_one(hp_option *o) {
       if (rc == 0) v = strtoull(text, &end, 10);
       if (rc == 0 && (errno == ERANGE || *end != '\0')) rc = -1;
     }
-    if (rc != 0) what = o->type == OPT_SIZE ? "a size such as 512M or 2G" : "a whole number";
-    else if (v > (unsigned long long)o->max) what = "a value in range";
-    else parsed = (long long)v;
+    if (rc != 0)
+      what = o->type == OPT_SIZE ? "a size such as 512M or 2G" : "a whole number";
+    else if (v > (unsigned long long)o->max)
+      what = "a value in range";
+    else
+      parsed = (long long)v;
   }
   if (o == &options[HP_OPT_PAGE_SIZE] && !what && parsed != (long long)HP_2M && parsed != (long long)HP_1G) {
     what = "2M or 1G";

@@ -169,7 +169,8 @@ void os_nodes_init(void) {
 bool os_node_has_memory(int node) {
   if (node < 0 || node >= HP_MAX_NODES) return false;
   return (nodes_with_memory[(unsigned)node / (8 * sizeof(unsigned long))] >>
-          ((unsigned)node % (8 * sizeof(unsigned long)))) & 1UL;
+          ((unsigned)node % (8 * sizeof(unsigned long)))) &
+         1UL;
 }
 
 void os_write_stderr(const char *text, size_t len) {

@@ -187,6 +187,15 @@ bool tcache_put_slow(hp_tcache *tc, const hp_block *b, hp_block *victims, size_t
   for (size_t i = 0; i < ENTRIES; i++) {
     if (!tc->e[i].b.addr) drop_lease(&tc->e[i]);
   }
+  /* Evicting this thread's own blocks is worth it only if they free enough. */
+  size_t own_n = 0, own_bytes = 0;
+  for (size_t i = 0; i < ENTRIES; i++) {
+    if (tc->e[i].b.addr) {
+      own_n++;
+      own_bytes += tc->e[i].lease;
+    }
+  }
+  bool may_evict_own = cache_lease_fits(b->size, own_n, own_bytes);
   for (;;) {
     size_t k = 0;
     if (cache_lease(b->size, victims + *n_victims, max_victims - *n_victims, &k)) {
@@ -200,7 +209,7 @@ bool tcache_put_slow(hp_tcache *tc, const hp_block *b, hp_block *victims, size_t
     }
     /* The limits are held by this thread's own blocks: its oldest goes,
      * as the oldest cached block would in the shared cache. */
-    tc_entry *victim = oldest(tc, slot);
+    tc_entry *victim = may_evict_own ? oldest(tc, slot) : NULL;
     if (!victim || *n_victims + 1 >= max_victims) break;
     victims[(*n_victims)++] = victim->b;
     victim->b.addr = NULL;

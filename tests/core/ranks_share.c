@@ -84,11 +84,11 @@ int main(int argc, char **argv) {
   hugepool_get_stats(&st);
   double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
   MPI_Barrier(MPI_COMM_WORLD); /* rank 0 waits here, its cache as it left it */
-  printf("{\"rank\": %d, \"ranks\": %d, \"steps\": %ld, \"fallbacks\": %llu, \"failures\": %llu, \"not_huge\": %ld, "
-         "\"ms\": %.1f, \"hugetlb_kb_end\": %ld, \"maps\": %llu, \"cache_hits\": %llu}\n",
-         rank, size, mine, (unsigned long long)(st.fallbacks_small + st.fallbacks_thp),
-         (unsigned long long)st.failures, not_huge, ms, end_kb, (unsigned long long)st.maps,
-         (unsigned long long)st.cache_hits);
+  printf(
+      "{\"rank\": %d, \"ranks\": %d, \"steps\": %ld, \"fallbacks\": %llu, \"failures\": %llu, \"not_huge\": %ld, "
+      "\"ms\": %.1f, \"hugetlb_kb_end\": %ld, \"maps\": %llu, \"cache_hits\": %llu}\n",
+      rank, size, mine, (unsigned long long)(st.fallbacks_small + st.fallbacks_thp), (unsigned long long)st.failures,
+      not_huge, ms, end_kb, (unsigned long long)st.maps, (unsigned long long)st.cache_hits);
   fflush(stdout);
   int bad = st.fallbacks_small + st.fallbacks_thp + st.failures > 0 || not_huge > 0, any = 0;
   MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
