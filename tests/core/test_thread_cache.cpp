@@ -1,6 +1,7 @@
 // Thread caches: each thread reuses its own buffers without a shared lock,
 // yet the cache limits, trim, reclaim, fork and the statistics cover every
-// thread's cache.  Checked from the kernel's view (meminfo, smaps).
+// thread's cache.  Checked from the kernel's view (meminfo, smaps).  Catch's
+// assertions are not thread-safe: threads record, the main thread checks.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,20 +22,24 @@ TEST_CASE("a buffer freed in one thread is reused by another without a new mappi
   char *freed = nullptr;
   std::thread a([&] {
     freed = static_cast<char *>(hugepool_alloc(4 * MiB));
-    REQUIRE(freed != nullptr);
-    std::memset(freed, 7, 4 * MiB);
+    if (freed) std::memset(freed, 7, 4 * MiB);
     hugepool_free(freed);  // into thread a's own cache
   });
   a.join();  // a has exited: its cache went to the shared cache
+  REQUIRE(freed != nullptr);
   CHECK(avail0 - kv::huge_available() == 2);
+  void *got = nullptr;
+  long long used = -1, page_kb = -1;
   std::thread b([&] {
-    void *p = hugepool_alloc(4 * MiB);
-    CHECK(p == freed);                          // the same mapping ...
-    CHECK(avail0 - kv::huge_available() == 2);  // ... and no new pages
-    CHECK(kv::smaps_of(p).field("KernelPageSize") == 2048);
-    hugepool_free(p);
+    got = hugepool_alloc(4 * MiB);
+    used = avail0 - kv::huge_available();
+    page_kb = kv::smaps_of(got).field("KernelPageSize");
+    hugepool_free(got);
   });
   b.join();
+  CHECK(got == freed);  // the same mapping ...
+  CHECK(used == 2);     // ... and no new pages
+  CHECK(page_kb == 2048);
   CHECK(hugepool_trim() == 4 * MiB);
   CHECK(kv::huge_available() == avail0);
   CHECK_FALSE(mapped_at(freed));
@@ -73,14 +78,14 @@ TEST_CASE("the slot and byte limits hold across every thread's cache", "[threads
   fresh_state();
   REQUIRE(hugepool_set_cache_limits(2, size_t{1} << 30) == 0);
   const long long avail0 = kv::huge_available();
-  std::atomic<int> allocated{0}, done{0};
+  std::atomic<int> allocated{0}, done{0}, failed{0};
   std::atomic<bool> go_on{false};
   std::vector<std::thread> threads;
   for (int t = 0; t < 3; t++) {
     threads.emplace_back([&, t] {
       void *p = hugepool_alloc(4 * MiB);
-      REQUIRE(p != nullptr);
-      std::memset(p, 1, 4 * MiB);
+      if (!p) failed++;
+      if (p) std::memset(p, 1, 4 * MiB);
       allocated++;
       while (allocated != 3 || done != t) std::this_thread::yield();  // all live, then free in turn
       hugepool_free(p);
@@ -89,6 +94,7 @@ TEST_CASE("the slot and byte limits hold across every thread's cache", "[threads
     });
   }
   while (done != 3) std::this_thread::yield();
+  REQUIRE(failed == 0);
   // Three buffers freed by three live threads, two slots: exactly two stay.
   CHECK(avail0 - kv::huge_available() == 4);
   hugepool_stats st;
@@ -119,14 +125,17 @@ TEST_CASE("a short pool takes pages back from another thread's cache", "[threads
     while (phase != 2) std::this_thread::yield();
   });
   while (phase != 1) std::this_thread::yield();
-  REQUIRE(kv::huge_available() == 0);
+  const long long avail_before = kv::huge_available();
   void *p = hugepool_alloc(2 * MiB);  // another class: needs a's pages
-  REQUIRE(p != nullptr);
-  CHECK(kv::smaps_of(p).field("KernelPageSize") == 2048);
-  CHECK_FALSE(mapped_at(held));
+  const long long page_kb = p ? kv::smaps_of(p).field("KernelPageSize") : -1;
+  const bool held_mapped = mapped_at(held);
   hugepool_free(p);
-  phase = 2;
+  phase = 2;  // let a go before any check can end the test
   a.join();
+  CHECK(avail_before == 0);  // a's cache held the whole pool
+  REQUIRE(p != nullptr);
+  CHECK(page_kb == 2048);
+  CHECK_FALSE(held_mapped);
   hugepool_trim();
   fresh_state();
 }
@@ -145,7 +154,6 @@ TEST_CASE("fork drops the buffers other threads had cached", "[threads][fork]") 
   });
   while (phase != 1) std::this_thread::yield();
   pid_t pid = fork();
-  REQUIRE(pid >= 0);
   if (pid == 0) {
     alarm(20);
     int bad = mapped_at(held) ? 1 : 0;  // the child has no view of the parent's cached pages
@@ -158,12 +166,14 @@ TEST_CASE("fork drops the buffers other threads had cached", "[threads][fork]") 
     _exit(bad);
   }
   int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
+  const bool waited = pid > 0 && waitpid(pid, &status, 0) == pid;
+  const bool still_mapped = mapped_at(held);  // still in a's cache in the parent
+  phase = 2;                                  // let a go before any check can end the test
+  a.join();
+  REQUIRE(waited);
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
-  CHECK(mapped_at(held));  // still in a's cache in the parent
-  phase = 2;
-  a.join();
+  CHECK(still_mapped);
   hugepool_trim();
   CHECK(kv::huge_rsvd() == 0);
   fresh_state();
