@@ -4,27 +4,28 @@
 
 #include "common.hpp"
 #include "internal.h"
+#include "size.h"
 
 using namespace test;
 
 TEST_CASE("size syntax accepts K/M/G/T suffixes and rejects garbage", "[options]") {
   unsigned long long v = 0;
-  REQUIRE(parse_size("4096", &v) == 0);
+  REQUIRE(hp_parse_size("4096", &v) == 0);
   CHECK(v == 4096);
-  REQUIRE(parse_size("64M", &v) == 0);
+  REQUIRE(hp_parse_size("64M", &v) == 0);
   CHECK(v == 64ULL << 20);
-  REQUIRE(parse_size("2g", &v) == 0);
+  REQUIRE(hp_parse_size("2g", &v) == 0);
   CHECK(v == 2ULL << 30);
-  REQUIRE(parse_size("1GiB", &v) == 0);
+  REQUIRE(hp_parse_size("1GiB", &v) == 0);
   CHECK(v == 1ULL << 30);
-  REQUIRE(parse_size("512kb", &v) == 0);
+  REQUIRE(hp_parse_size("512kb", &v) == 0);
   CHECK(v == 512ULL << 10);
-  REQUIRE(parse_size("3T", &v) == 0);
+  REQUIRE(hp_parse_size("3T", &v) == 0);
   CHECK(v == 3ULL << 40);
   for (const char *bad : {"", "-1", "+5", "1.5G", "12Q", "G", "0x10", "99999999999999999999", "20000000T",
                           "5 M", "4M junk"}) {
     INFO(bad);
-    CHECK(parse_size(bad, &v) == -1);
+    CHECK(hp_parse_size(bad, &v) == -1);
   }
 }
 
