@@ -95,14 +95,14 @@ typedef enum { HP_TYPE_SIZE, HP_TYPE_NUMBER, HP_TYPE_CHOICE, HP_TYPE_TEXT } hp_o
 typedef enum { HP_OPTION_DEFAULT, HP_OPTION_SET, HP_OPTION_INVALID } hp_option_source;
 
 typedef struct hp_option_desc {
-  const char *name; /* environment variable */
-  hp_option_type type;
+  const char *name;        /* environment variable */
   long long default_value; /* HP_TYPE_CHOICE: index into choices */
   long long preload_default;
   long long max;       /* HP_TYPE_SIZE / HP_TYPE_NUMBER: largest accepted value */
   const char *choices; /* HP_TYPE_CHOICE: "a|b|c", matched without case */
-  int common_choices;  /* > 0: outside the preload only the first this many */
   const char *help;    /* one line, Markdown (`code`) */
+  hp_option_type type;
+  int common_choices; /* > 0: outside the preload only the first this many */
 } hp_option_desc;
 
 enum { HP_STATS_OFF = 0, HP_STATS_TEXT_AT_EXIT = 1, HP_STATS_JSON_AT_EXIT = 2 };

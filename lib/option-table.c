@@ -10,32 +10,40 @@
 #include "internal.h"
 #include "size.h"
 
+#define SIZE(var, def, most, text) \
+  {.name = var, .type = HP_TYPE_SIZE, .default_value = def, .preload_default = def, .max = most, .help = text}
+#define NUMBER(var, def, most, text) \
+  {.name = var, .type = HP_TYPE_NUMBER, .default_value = def, .preload_default = def, .max = most, .help = text}
+/* common: how many of the choices programs linked with the library accept
+ * (0: all); the rest are the preload's alone. */
+#define CHOICE(var, def, preload_def, list, common, text)                                                   \
+  {.name = var, .type = HP_TYPE_CHOICE, .default_value = def, .preload_default = preload_def, .choices = list, \
+   .common_choices = common, .help = text}
+#define TEXT(var, text) {.name = var, .type = HP_TYPE_TEXT, .help = text}
+
 /* The defaults are argued for in README.md ("Choosing the defaults"). */
 static const hp_option_desc table[HP_OPT_COUNT] = {
-    [HP_OPT_POLICY] = {"HUGEPOOL_POLICY", HP_TYPE_CHOICE, HUGEPOOL_POLICY_STRICT, HP_POLICY_FALLBACK, 0,
-                       "strict|thp|small|fallback", 3,
-                       "what to do when the pool is short: `strict` (ENOMEM), `thp`, `small` (4 KB pages); "
-                       "preload only: `fallback` (glibc serves the request, one warning, counted)"},
-    [HP_OPT_PAGE_SIZE] = {"HUGEPOOL_PAGE_SIZE", HP_TYPE_SIZE, (long long)HP_2M, (long long)HP_2M, (long long)HP_1G,
-                          NULL, 0, "huge page size: `2M` or `1G`"},
-    [HP_OPT_CACHE_SLOTS] = {"HUGEPOOL_CACHE_SLOTS", HP_TYPE_NUMBER, 64, 64, HP_CACHE_SLOTS_MAX, NULL, 0,
-                            "most freed buffers kept for reuse (0 disables the cache; at most 4096)"},
-    [HP_OPT_CACHE_BYTES] = {"HUGEPOOL_CACHE_BYTES", HP_TYPE_SIZE, 1LL << 30, 1LL << 30, 1LL << 50, NULL, 0,
-                            "most bytes kept in freed buffers"},
-    [HP_OPT_STATS] = {"HUGEPOOL_STATS", HP_TYPE_CHOICE, HP_STATS_OFF, HP_STATS_OFF, 0, "0|1|json", 0,
-                      "`1`: print statistics as text at exit; `json`: as one JSON line"},
-    [HP_OPT_STATS_FILE] = {"HUGEPOOL_STATS_FILE", HP_TYPE_TEXT, 0, 0, 0, NULL, 0,
-                           "write the exit statistics to this file instead of stderr (never through a symlink); "
-                           "`%p` pid, `%r` MPI rank (from `PMI_RANK`, `PMIX_RANK`, `OMPI_COMM_WORLD_RANK`, "
-                           "`SLURM_PROCID`), `%h` host"},
-    [HP_OPT_WARN] = {"HUGEPOOL_WARN", HP_TYPE_CHOICE, 1, 1, 0, "0|1", 0,
-                     "`0` silences diagnostics (pool short, foreign free)"},
-    [HP_OPT_THRESHOLD] = {"HUGEPOOL_THRESHOLD", HP_TYPE_SIZE, 1LL << 20, 1LL << 20, 1LL << 50, NULL, 0,
-                          "preload only: smallest request put on hugetlb pages"},
-    [HP_OPT_SMALL_HEAP] = {"HUGEPOOL_SMALL_HEAP", HP_TYPE_CHOICE, 0, 0, 0, "0|1", 0,
-                           "preload only: also pack small allocations onto hugetlb pages"},
-    [HP_OPT_FORK] = {"HUGEPOOL_FORK", HP_TYPE_CHOICE, HP_FORK_COPY, HP_FORK_COPY, 0, "copy|keep", 0,
-                     "`copy`: a child gets private copies of live buffers at `fork()`; `keep`: no copy"},
+    [HP_OPT_POLICY] = CHOICE("HUGEPOOL_POLICY", HUGEPOOL_POLICY_STRICT, HP_POLICY_FALLBACK, "strict|thp|small|fallback",
+                             3,
+                             "what to do when the pool is short: `strict` (ENOMEM), `thp`, `small` (4 KB pages); "
+                             "preload only: `fallback` (glibc serves the request, one warning, counted)"),
+    [HP_OPT_PAGE_SIZE] = SIZE("HUGEPOOL_PAGE_SIZE", (long long)HP_2M, (long long)HP_1G, "huge page size: `2M` or `1G`"),
+    [HP_OPT_CACHE_SLOTS] = NUMBER("HUGEPOOL_CACHE_SLOTS", 64, HP_CACHE_SLOTS_MAX,
+                                  "most freed buffers kept for reuse (0 disables the cache; at most 4096)"),
+    [HP_OPT_CACHE_BYTES] = SIZE("HUGEPOOL_CACHE_BYTES", 1LL << 30, 1LL << 50, "most bytes kept in freed buffers"),
+    [HP_OPT_STATS] = CHOICE("HUGEPOOL_STATS", HP_STATS_OFF, HP_STATS_OFF, "0|1|json", 0,
+                            "`1`: print statistics as text at exit; `json`: as one JSON line"),
+    [HP_OPT_STATS_FILE] = TEXT("HUGEPOOL_STATS_FILE",
+                               "write the exit statistics to this file instead of stderr (never through a symlink); "
+                               "`%p` pid, `%r` MPI rank (from `PMI_RANK`, `PMIX_RANK`, `OMPI_COMM_WORLD_RANK`, "
+                               "`MPI_LOCALRANKID`, `SLURM_PROCID`), `%h` host"),
+    [HP_OPT_WARN] = CHOICE("HUGEPOOL_WARN", 1, 1, "0|1", 0, "`0` silences diagnostics (pool short, foreign free)"),
+    [HP_OPT_THRESHOLD] = SIZE("HUGEPOOL_THRESHOLD", 1LL << 20, 1LL << 50,
+                              "preload only: smallest request put on hugetlb pages"),
+    [HP_OPT_SMALL_HEAP] = CHOICE("HUGEPOOL_SMALL_HEAP", 0, 0, "0|1", 0,
+                                 "preload only: also pack small allocations onto hugetlb pages"),
+    [HP_OPT_FORK] = CHOICE("HUGEPOOL_FORK", HP_FORK_COPY, HP_FORK_COPY, "copy|keep", 0,
+                           "`copy`: a child gets private copies of live buffers at `fork()`; `keep`: no copy"),
 };
 
 const hp_option_desc *option_desc(hp_option_id id) { return &table[id]; }
