@@ -6,6 +6,9 @@
 #include "internal.h"
 #include "size.h"
 
+#include <sstream>
+#include <vector>
+
 using namespace test;
 
 TEST_CASE("size syntax accepts K/M/G/T suffixes and rejects garbage", "[options]") {
@@ -27,6 +30,29 @@ TEST_CASE("size syntax accepts K/M/G/T suffixes and rejects garbage", "[options]
     INFO(bad);
     CHECK(hp_parse_size(bad, &v) == -1);
   }
+}
+
+// The README's option table is generated from, and checked against, the
+// library's one option table (lib/option-table.c).
+static std::string readme_row(hp_option_id id) {
+  const hp_option_desc *d = option_desc(id);
+  char def[32], pre[32];
+  option_format(id, d->default_value, def, sizeof(def));
+  option_format(id, d->preload_default, pre, sizeof(pre));
+  std::string cell = d->type == HP_TYPE_TEXT ? "—" : "`" + std::string(def) + "`";
+  if (std::string(def) != pre) cell += " (preload: `" + std::string(pre) + "`)";
+  return "| `" + std::string(d->name) + "` | " + cell + " | " + d->help + " |";
+}
+
+TEST_CASE("the README's option table says what the option table says", "[options]") {
+  std::istringstream readme(kv::read_file(HUGEPOOL_SOURCE_DIR "/README.md"));
+  std::vector<std::string> rows, want;
+  for (std::string line; std::getline(readme, line);) {
+    if (line.rfind("| `HUGEPOOL_", 0) == 0) rows.push_back(line);
+  }
+  for (int id = 0; id < HP_OPT_COUNT; id++) want.push_back(readme_row(static_cast<hp_option_id>(id)));
+  REQUIRE(rows.size() == want.size());
+  for (size_t i = 0; i < want.size(); i++) CHECK(rows[i] == want[i]);
 }
 
 static std::string probe(const std::string &env, const std::string &args = "") {
