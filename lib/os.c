@@ -16,17 +16,12 @@
 
 #include "internal.h"
 
-#ifndef MAP_HUGE_SHIFT
-#define MAP_HUGE_SHIFT 26
-#endif
+/* glibc defines MAP_HUGE_SHIFT and MADV_POPULATE_WRITE (2.35+), not these. */
 #ifndef MAP_HUGE_2MB
 #define MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
 #endif
 #ifndef MAP_HUGE_1GB
 #define MAP_HUGE_1GB (30 << MAP_HUGE_SHIFT)
-#endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
 #endif
 
 void *os_map_huge(size_t size, size_t page_size) {
