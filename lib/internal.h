@@ -75,8 +75,7 @@ HP_INTERNAL void os_close(int fd);
 
 /* ---- options (option-table.c: the table; options.c: this process's values)
  * Each option has a default for programs linked with the library and one
- * for the preload (they differ for HUGEPOOL_POLICY only); the process's
- * value records whether it was left at the default, set, or set invalid. */
+ * for the preload (they differ for HUGEPOOL_POLICY only). */
 typedef enum hp_option_id {
   HP_OPT_POLICY,
   HP_OPT_PAGE_SIZE,
@@ -92,7 +91,6 @@ typedef enum hp_option_id {
 } hp_option_id;
 
 typedef enum { HP_TYPE_SIZE, HP_TYPE_NUMBER, HP_TYPE_CHOICE, HP_TYPE_TEXT } hp_option_type;
-typedef enum { HP_OPTION_DEFAULT, HP_OPTION_SET, HP_OPTION_INVALID } hp_option_source;
 
 typedef struct hp_option_desc {
   const char *name;        /* environment variable */
@@ -128,7 +126,6 @@ HP_INTERNAL void options_init(void);
 HP_INTERNAL long long option_get(hp_option_id id);
 /* The text of an HP_TYPE_TEXT option that was set, else NULL. */
 HP_INTERNAL const char *option_get_string(hp_option_id id);
-HP_INTERNAL hp_option_source option_source(hp_option_id id);
 
 /* ---- diagnostics (hugepool.c) ---------------------------------------- */
 HP_INTERNAL void hp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

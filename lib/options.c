@@ -17,6 +17,8 @@
 
 #include "internal.h"
 
+typedef enum { HP_OPTION_DEFAULT, HP_OPTION_SET, HP_OPTION_INVALID } hp_option_source;
+
 typedef struct hp_option_state {
   long long value;
   const char *text; /* HP_TYPE_TEXT, and the text of a set or invalid value */
@@ -79,5 +81,3 @@ void options_init(void) {
 long long option_get(hp_option_id id) { return options[id].value; }
 
 const char *option_get_string(hp_option_id id) { return options[id].source == HP_OPTION_SET ? options[id].text : NULL; }
-
-hp_option_source option_source(hp_option_id id) { return options[id].source; }
