@@ -10,16 +10,18 @@
 #include "internal.h"
 #include "size.h"
 
-#define SIZE(var, def, most, text) \
-  {.name = var, .type = HP_TYPE_SIZE, .default_value = def, .preload_default = def, .max = most, .help = text}
-#define NUMBER(var, def, most, text) \
-  {.name = var, .type = HP_TYPE_NUMBER, .default_value = def, .preload_default = def, .max = most, .help = text}
+#define SIZE(var, def, most, text)                                                                      \
+  {.name = (var), .type = HP_TYPE_SIZE, .default_value = (def), .preload_default = (def), .max = (most), \
+   .help = (text)}
+#define NUMBER(var, def, most, text)                                                                       \
+  {.name = (var), .type = HP_TYPE_NUMBER, .default_value = (def), .preload_default = (def), .max = (most), \
+   .help = (text)}
 /* common: how many of the choices programs linked with the library accept
  * (0: all); the rest are the preload's alone. */
-#define CHOICE(var, def, preload_def, list, common, text)                                                   \
-  {.name = var, .type = HP_TYPE_CHOICE, .default_value = def, .preload_default = preload_def, .choices = list, \
-   .common_choices = common, .help = text}
-#define TEXT(var, text) {.name = var, .type = HP_TYPE_TEXT, .help = text}
+#define CHOICE(var, def, preload_def, list, common, text)                                               \
+  {.name = (var), .type = HP_TYPE_CHOICE, .default_value = (def), .preload_default = (preload_def), \
+   .choices = (list), .common_choices = (common), .help = (text)}
+#define TEXT(var, text) {.name = (var), .type = HP_TYPE_TEXT, .help = (text)}
 
 /* The defaults are argued for in README.md ("Choosing the defaults"). */
 static const hp_option_desc table[HP_OPT_COUNT] = {
