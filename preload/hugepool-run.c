@@ -100,9 +100,9 @@ static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noret
 static void die(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "hugepool-run: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\nhugepool-run: try 'hugepool-run --help'\n");
+  (void)fprintf(stderr, "hugepool-run: ");
+  (void)vfprintf(stderr, fmt, ap);
+  (void)fprintf(stderr, "\nhugepool-run: try 'hugepool-run --help'\n");
   va_end(ap);
   exit(2);
 }
@@ -215,6 +215,6 @@ int main(int argc, char **argv) {
   free(preload);
   execvp(argv[first], argv + first);
   int err = errno;
-  fprintf(stderr, "hugepool-run: cannot run %s: %s\n", argv[first], strerror(err));
+  (void)fprintf(stderr, "hugepool-run: cannot run %s: %s\n", argv[first], strerror(err));
   return err == ENOENT ? 127 : 126;
 }
