@@ -234,9 +234,47 @@ static int end_line_ok(const char *line, const char *text, size_t line_start) {
   return strcmp(line + 4, want) == 0;
 }
 
+/* "uid node|any size_kb before delta pages": a grant being made (see
+ * struct reserve_intent).  At most one. */
+static int parse_intent(char *rest, struct reserve_intent *in) {
+  char *f[6], *save = NULL;
+  unsigned long long uid, node = 0, size, before, delta, pages;
+  int k;
+  if (in->active) return -1;
+  for (k = 0; k < 6; k++) {
+    f[k] = strtok_r(k == 0 ? rest : NULL, " ", &save);
+    if (f[k] == NULL) return -1;
+  }
+  if (strtok_r(NULL, " ", &save) != NULL) return -1;
+  if (reserve_parse_count(f[0], 0xfffffffeULL, &uid) != 0) return -1;
+  if (strcmp(f[1], "any") != 0 && reserve_parse_count(f[1], RESERVE_MAX_NODE, &node) != 0) return -1;
+  if (reserve_parse_count(f[2], RESERVE_PAGE_1G, &size) != 0 || (size != RESERVE_PAGE_2M && size != RESERVE_PAGE_1G))
+    return -1;
+  if (reserve_parse_count(f[3], 1ULL << 50, &before) != 0 ||
+      reserve_parse_count(f[4], RESERVE_MAX_PAGES, &delta) != 0 || delta == 0 ||
+      reserve_parse_count(f[5], RESERVE_MAX_PAGES, &pages) != 0 || pages < delta)
+    return -1;
+  in->active = 1;
+  in->uid = (uid_t)uid;
+  in->node = strcmp(f[1], "any") == 0 ? -1 : (int)node;
+  in->size_kb = (unsigned)size;
+  in->before = before;
+  in->delta = delta;
+  in->pages = pages;
+  return 0;
+}
+
+void reserve_node_name(char *buf, size_t cap, int node) {
+  if (node < 0)
+    (void)snprintf(buf, cap, "any");
+  else
+    (void)snprintf(buf, cap, "%d", node);
+}
+
 int reserve_parse_grants(const char *text, size_t len, struct reserve_grants *gs) {
   size_t pos = 0;
   gs->n = 0;
+  memset(&gs->intent, 0, sizeof gs->intent);
   if (len == 0) return 0;
   if (len > RESERVE_GRANTS_MAX) return -1;
   while (pos < len) {
@@ -259,6 +297,10 @@ int reserve_parse_grants(const char *text, size_t len, struct reserve_grants *gs
      * table is then corrupt (fail closed), never silently a different table.
      * Anything after a matching end line is an old tail not yet truncated. */
     if (strncmp(line, "end", 3) == 0) return end_line_ok(line, text, start) ? 0 : -1;
+    if (strncmp(line, "intent ", 7) == 0) {
+      if (parse_intent(line + 7, &gs->intent) != 0) return -1;
+      continue;
+    }
     for (k = 0; k < 4; k++) {
       f[k] = strtok_r(k == 0 ? line : NULL, " ", &save);
       if (f[k] == NULL) return -1;
@@ -292,11 +334,17 @@ size_t reserve_format_grants(const struct reserve_grants *gs, char *buf, size_t 
     const struct reserve_grant_entry *g = &gs->g[i];
     char node[16];
     if (g->pages == 0) continue;
-    if (g->node < 0)
-      (void)snprintf(node, sizeof node, "any");
-    else
-      (void)snprintf(node, sizeof node, "%d", g->node);
+    reserve_node_name(node, sizeof node, g->node);
     w = snprintf(buf + used, cap - used, "%lu %s %u %llu\n", (unsigned long)g->uid, node, g->size_kb, g->pages);
+    if (w < 0 || (size_t)w >= cap - used) return 0;
+    used += (size_t)w;
+  }
+  if (gs->intent.active) {
+    const struct reserve_intent *in = &gs->intent;
+    char node[16];
+    reserve_node_name(node, sizeof node, in->node);
+    w = snprintf(buf + used, cap - used, "intent %lu %s %u %llu %llu %llu\n", (unsigned long)in->uid, node, in->size_kb,
+                 in->before, in->delta, in->pages);
     if (w < 0 || (size_t)w >= cap - used) return 0;
     used += (size_t)w;
   }

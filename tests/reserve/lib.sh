@@ -46,6 +46,7 @@ make_inst_dir() {
   # Tools an unprivileged user runs or might load: copies they can reach.
   mkdir -p "$INST/tools"
   cp "$RESERVE_TOOLS/execve_argc0" "$RESERVE_TOOLS/libmarker_preload.so" "$RESERVE_TOOLS/hugetlb_hold" "$INST/tools/"
+  [[ ! -e $RESERVE_TOOLS/kill_on_change ]] || cp "$RESERVE_TOOLS/kill_on_change" "$INST/tools/"
   chmod -R a+rX "$INST/tools"
   if findmnt -n -o OPTIONS -T "$INST" | tr ',' '\n' | grep -qx nosuid; then
     fail "/var/tmp is mounted nosuid: cannot test a setgid install"
@@ -108,8 +109,10 @@ fake_setup() {
   [[ $(stat -c '%a %U %G' "$HELPER") == "2711 root hugepool" ]] || fail "install mode: $(stat -c '%a %U %G' "$HELPER")"
 }
 
-set_pool() { # nr free [resv]: a fresh pool and an empty grant table
+set_pool() { # nr free [resv]: a fresh pool (empty NUMA node pools) and an empty grant table
   : >"$FAKE/var/lib/hugepool/grants"
+  local n
+  for n in 0 1; do echo 0 >"$(fake_node $n nr_hugepages)"; echo 0 >"$(fake_node $n free_hugepages)"; done
   echo "$1" >"$(fake_pool nr_hugepages)"
   echo "$2" >"$(fake_pool free_hugepages)"
   echo "${3:-0}" >"$(fake_pool resv_hugepages)"

@@ -56,7 +56,7 @@ expect_line "${pre}action=grant size=2048kB node=any request=30 before=12 after=
   "shortfall and restore"
 expect_line "^<85>.* uid=4242 user=\? source=helper job=0 action=grant size=2048kB node=1 request=3 before=0 after=3 granted=3 outcome=ok$" \
   "another user on node 1"
-expect_line "${pre}action=release size=2048kB node=any request=12 before=12 after=0 released=12 outcome=ok$" "release"
+expect_line "${pre}action=release size=2048kB node=any request=12 before=15 after=3 released=12 outcome=ok$" "release"
 expect_line "${pre}action=grant size=2048kB node=any request=1 granted=0 outcome=refused reason=\"config .* must be a regular file owned by root and not writable by group or others\"$" "bad config"
 expect_line "${pre}action=usage outcome=refused reason=\"PAGES must be .*\"$" "usage error, without the caller's text"
 expect_line "${pre}action=grant size=2048kB node=any request=40 granted=0 outcome=error reason=\"your file size limit \(RLIMIT_FSIZE.*\"$" \
