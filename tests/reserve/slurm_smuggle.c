@@ -2,9 +2,10 @@
  * whose --hugepages value skips the client-side check of the SPANK plugin
  * (it goes straight into the job's SPANK environment), to prove that the
  * root-side prolog validates it again.  Prints the job id. */
-#include <slurm/slurm.h>
 #include <stdio.h>
 #include <unistd.h>
+
+#include <slurm/slurm.h>
 
 int main(int argc, char *argv[]) {
   job_desc_msg_t d;
