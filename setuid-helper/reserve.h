@@ -2,8 +2,8 @@
  *
  * parse.c   pure parsers (numbers, arguments, config, grant table); no I/O,
  *           so the fuzz target and the unit tests call them directly.
- * pool.c    the privileged core: pool files, limits, lock, grants, audit.
- *           Linked into the helper and into the Slurm SPANK plugin.
+ * the rest  the privileged core (pool.c, release.c, state.c, sysfs.c; see
+ *           internal.h), linked into the helper and the Slurm SPANK plugin.
  */
 #ifndef HUGEPOOL_RESERVE_H
 #define HUGEPOOL_RESERVE_H
@@ -92,7 +92,7 @@ void reserve_node_name(char *buf, size_t cap, int node);
 /* Returns the length written (without NUL), or 0 if cap is too small. */
 size_t reserve_format_grants(const struct reserve_grants *gs, char *buf, size_t cap);
 
-/* ---- pool.c ---- */
+/* ---- the privileged core ---- */
 
 struct reserve_caller {
   uid_t uid;

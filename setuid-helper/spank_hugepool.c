@@ -26,11 +26,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "reserve.h"
-
-#ifndef RESERVE_JOBS_DIR
-#define RESERVE_JOBS_DIR "/run/hugepool/jobs"
-#endif
+#include "internal.h"
 
 SPANK_PLUGIN(hugepool, 1)
 
