@@ -152,7 +152,7 @@ static void append(char *msg, size_t msglen, size_t *used, const char *fmt, ...)
 int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen) {
   struct state s;
   struct usage u;
-  unsigned long long plan[RESERVE_MAX_GRANTS];
+  unsigned long long plan[RESERVE_MAX_GRANTS] = {0};
   char node[16], why[96];
   size_t i, used = 0;
   int rc = RESERVE_OK, any = 0, planned = 0, short_release = 0, procs_ok;

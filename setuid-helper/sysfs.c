@@ -34,7 +34,10 @@ int read_fd_all(int fd, char *buf, size_t cap, size_t *len) {
     if (r == 0) break;
     n += (size_t)r;
   }
-  if (n + 1 >= cap) return -1; /* larger than we accept */
+  if (n + 1 >= cap) { /* larger than we accept */
+    errno = EFBIG;
+    return -1;
+  }
   buf[n] = '\0';
   *len = n;
   return 0;
@@ -228,13 +231,18 @@ int procs_hugetlb(const struct reserve_grants *gs, uid_t caller, struct usage *u
     if (gs->g[i].uid != caller && usage_index(u, gs->g[i].uid) < 0) u->uid[u->n++] = gs->g[i].uid;
   d = opendir(SYS_ROOT "/proc");
   if (d == NULL) return -1;
-  errno = 0;
-  while (rc == 0 && (e = readdir(d)) != NULL) {
+  while (rc == 0) {
     char path[64], buf[8192];
     unsigned long long pid, ruid, euid, use = 0;
     const char *p;
     size_t len;
     int fd, k;
+    errno = 0;
+    if ((e = readdir(d)) == NULL) {
+      err = errno; /* 0 at the end of the directory */
+      rc = err != 0 ? -1 : 0;
+      break;
+    }
     if (reserve_parse_count(e->d_name, 1ULL << 31, &pid) != 0) continue;
     snprintf(path, sizeof path, "%llu/status", pid);
     fd = openat(dirfd(d), path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
@@ -246,24 +254,14 @@ int procs_hugetlb(const struct reserve_grants *gs, uid_t caller, struct usage *u
       break;
     }
     close(fd);
-    if (status_ids(buf, "Uid:", &ruid, &euid) != 0) {
-      err = EPROTO;
-      rc = -1;
-      break;
-    }
     p = status_line(buf, "HugetlbPages:");
-    if (p != NULL && status_number(&p, 1ULL << 50, &use) != 0) {
+    if (status_ids(buf, "Uid:", &ruid, &euid) != 0 || (p != NULL && status_number(&p, 1ULL << 50, &use) != 0)) {
       err = EPROTO;
       rc = -1;
       break;
     }
     if (ruid == caller || euid == caller) u->caller_kb += use;
     if (ruid == euid && (k = usage_index(u, (uid_t)ruid)) >= 0) u->kb[k] += use;
-    errno = 0;
-  }
-  if (rc == 0 && errno != 0) { /* readdir failed */
-    err = errno;
-    rc = -1;
   }
   closedir(d);
   errno = err;
