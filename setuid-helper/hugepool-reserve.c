@@ -4,6 +4,15 @@
  *
  *   hugepool-reserve PAGES [--node N] [--size 2M|1G]
  *   hugepool-reserve --status | --release | --help
+ *
+ * Rules kept, before anything else is done:
+ *  1. argc == 0 (or argv[0] == "") is a usage error.
+ *  2. Descriptors 0-2 are open (on /dev/null if they were closed), every
+ *     other inherited descriptor is closed.
+ *  3. The environment is cleared; nothing is taken from it.
+ *  4. Every signal but SIGKILL and SIGSTOP is blocked; umask 077; cwd /.
+ *  5. The caller's identity is the real uid/gid and groups, never argv.
+ *  6. Nothing is run: no exec, no shell, no fork.
  */
 #define _GNU_SOURCE /* close_range */
 #include <dirent.h>
