@@ -118,6 +118,14 @@ set_pool() { # nr free [resv]: a fresh pool (empty NUMA node pools) and an empty
   echo "${3:-0}" >"$(fake_pool resv_hugepages)"
 }
 nr() { cat "$(fake_pool nr_hugepages)"; }
+seal() { # grant table body on stdin -> the table with its end line (FNV-1a 64 of the body)
+  python3 -c 'import sys
+b = sys.stdin.buffer.read()
+h = 0xcbf29ce484222325
+for c in b:
+    h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
+sys.stdout.buffer.write(b + b"end %016x\n" % h)'
+}
 
 # Run the installed helper as nobody; sets OUT, ERR, RC.
 as_user() { # uid helper-args...

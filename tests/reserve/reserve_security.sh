@@ -170,14 +170,6 @@ echo "note: $mid of 12 kills landed between the pool write and the grant's recor
 
 # An unfinished intent in the table is settled by the next locked call of
 # any user: charged if every page came, given back if only some did.
-seal() { # table body on stdin -> the table with its end line
-  python3 -c 'import sys
-b = sys.stdin.buffer.read()
-h = 0xcbf29ce484222325
-for c in b:
-    h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
-sys.stdout.buffer.write(b + b"end %016x\n" % h)'
-}
 set_pool 10 10
 printf '# hugepool-reserve grants: uid node size_kB pages\nintent 65534 any 2048 0 10 10\n' | seal >"$table"
 as_user 4242 --release
