@@ -309,9 +309,8 @@ int os_move(void *from, size_t size, void *to) {
     }
     if (n == 0) return 0;
     for (int i = 0; i < n; i++) {
-      size_t len = piece[i][1] - piece[i][0];
-      char *dst = (char *)to + (piece[i][0] - lo);
-      if (mremap((void *)piece[i][0], len, len, MREMAP_MAYMOVE | MREMAP_FIXED, dst) == MAP_FAILED) {
+      size_t len = piece[i][1] - piece[i][0], off = piece[i][0] - lo;
+      if (mremap((char *)from + off, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (char *)to + off) == MAP_FAILED) {
         if (!moved_any) return -1;
         goto torn;
       }
