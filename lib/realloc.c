@@ -38,20 +38,17 @@
 
 #define HP_HEADROOM_MIN ((size_t)64 << 20)
 
-/* Readers: resizes in flight.  Writer: fork(), in its prepare handler. */
-static pthread_rwlock_t resize_lock;
+/* Readers: resizes in flight.  Writer: fork(), in its prepare handler.
+ * Writer-preferring, so a fork() waiting for resizes does not starve
+ * behind new ones; initialised statically, so it needs no ordering with the
+ * first resize (the atfork registration below is not a synchronisation). */
+static pthread_rwlock_t resize_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 static pthread_once_t resize_once = PTHREAD_ONCE_INIT;
 
 static void resizes_fork_prepare(void) { pthread_rwlock_wrlock(&resize_lock); }
 static void resizes_fork_done(void) { pthread_rwlock_unlock(&resize_lock); }
 
 static void init_once(void) {
-  pthread_rwlockattr_t attr;
-  pthread_rwlockattr_init(&attr);
-  /* A fork() waiting for resizes must not starve behind new ones. */
-  pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-  pthread_rwlock_init(&resize_lock, &attr);
-  pthread_rwlockattr_destroy(&attr);
   /* The core registers its atfork handlers at its init; registering ours
    * after them makes our prepare handler run first (prepare handlers run in
    * reverse order): a resize in flight can still take the core's lock to
