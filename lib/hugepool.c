@@ -144,13 +144,14 @@ static void report_shortage(size_t size, size_t page, int node) {
   long total = os_pool_total(page, node);
   char where[32] = "";
   if (node >= 0) (void)snprintf(where, sizeof(where), " on node %d", node); /* cannot truncate */
-  const char *knob = page == HP_1G ? "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages"
-                                   : "/proc/sys/vm/nr_hugepages";
-  hp_warn("cannot map %zu MiB on %s hugetlb pages%s: need %zu pages, %ld free of %ld in the pool; reserve more "
-          "with 'echo N > %s' (as root) or 'hugepool-reserve N%s', or allow a fallback with "
-          "HUGEPOOL_POLICY=thp|small",
-          size >> 20, page == HP_1G ? "1 GB" : "2 MB", where, size / page, avail, total, knob,
-          page == HP_1G ? " --size 1G" : "");
+  const char *knob =
+      page == HP_1G ? "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages" : "/proc/sys/vm/nr_hugepages";
+  hp_warn(
+      "cannot map %zu MiB on %s hugetlb pages%s: need %zu pages, %ld free of %ld in the pool; reserve more "
+      "with 'echo N > %s' (as root) or 'hugepool-reserve N%s', or allow a fallback with "
+      "HUGEPOOL_POLICY=thp|small",
+      size >> 20, page == HP_1G ? "1 GB" : "2 MB", where, size / page, avail, total, knob,
+      page == HP_1G ? " --size 1G" : "");
 }
 
 /* Maps fresh hugetlb memory; with a node, binds and populates it there so a
@@ -183,8 +184,10 @@ static int make_live(hp_block *b, size_t requested, bool hit) {
   b->requested = requested;
   if (registry_insert(b) != 0) return -1;
   hp_stats.allocs++;
-  if (hit) hp_stats.cache_hits++;
-  else hp_stats.cache_misses++;
+  if (hit)
+    hp_stats.cache_hits++;
+  else
+    hp_stats.cache_misses++;
   hp_stats.live_buffers++;
   hp_stats.bytes_live += b->size;
   hp_stats.bytes_requested += requested;
@@ -355,12 +358,17 @@ void hugepool_free(void *ptr) {
   hp_block b, victims[HP_BATCH];
   size_t n_victims = 0;
   pthread_mutex_lock(&hp_lock);
-  if (!registry_remove(ptr, &b)) {
+  const hp_block *live = registry_find(ptr);
+  if (!live || live->resizing) {
     pthread_mutex_unlock(&hp_lock);
-    hp_warn("hugepool_free(%p): not a live hugepool buffer; ignored", ptr);
+    hp_warn("hugepool_free(%p): %s; ignored", ptr,
+            live ? "another thread is resizing this buffer" : "not a live hugepool buffer");
     errno = saved;
     return;
   }
+  registry_remove(ptr, &b);
+  size_t headroom = b.headroom; /* address space realloc.c kept for growth */
+  b.headroom = 0;
   hp_stats.frees++;
   hp_stats.live_buffers--;
   hp_stats.bytes_live -= b.size;
@@ -371,6 +379,7 @@ void hugepool_free(void *ptr) {
   mark_releasing(victims, n_victims);
   pthread_mutex_unlock(&hp_lock);
   release_blocks(victims, n_victims); /* lazy release: outside the lock */
+  if (headroom) os_unmap((char *)b.addr + b.size, headroom);
   errno = saved;
 }
 
@@ -500,4 +509,49 @@ const char *hugepool_kind_name(hugepool_kind kind) {
     case HUGEPOOL_KIND_SMALL: return "small";
   }
   return "unknown";
+}
+
+/* ---- live blocks, for realloc.c ---------------------------------------- */
+
+int live_begin_resize(const void *addr, hp_block *out) {
+  ensure_init();
+  pthread_mutex_lock(&hp_lock);
+  hp_block *b = (hp_block *)registry_find(addr);
+  int err = !b ? EINVAL : b->resizing ? EBUSY : 0;
+  if (!err) {
+    b->resizing = 1;
+    *out = *b;
+  }
+  pthread_mutex_unlock(&hp_lock);
+  if (err) errno = err;
+  return err ? -1 : 0;
+}
+
+void live_end_resize(const hp_block *was, const hp_block *now, hp_resize_outcome outcome) {
+  hp_block b = *now, old;
+  b.resizing = 0;
+  pthread_mutex_lock(&hp_lock);
+  /* Removing first leaves room: the insert cannot need a larger table. */
+  registry_remove(was->addr, &old);
+  (void)registry_insert(&b);
+  if (b.size > was->size) stats_mapped(b.size - was->size);
+  if (b.size < was->size) stats_unmapped(was->size - b.size);
+  hp_stats.bytes_live += b.size - was->size;
+  hp_stats.bytes_requested += b.requested - was->requested;
+  hp_stats.bytes_slack = hp_stats.bytes_live - hp_stats.bytes_requested;
+  if (outcome == HP_RESIZE_GROWN) hp_stats.realloc_grows++;
+  if (outcome == HP_RESIZE_SHRUNK) hp_stats.realloc_shrinks++;
+  if (outcome == HP_RESIZE_FAILED) hp_stats.failures++;
+  pthread_mutex_unlock(&hp_lock);
+}
+
+void live_reclaim(uint32_t kind, size_t bytes) {
+  release_for(kind, bytes);
+  while (atomic_load(&hp_releasing) > 0) sched_yield(); /* other threads' lazy releases */
+}
+
+void live_count_copy(void) {
+  pthread_mutex_lock(&hp_lock);
+  hp_stats.realloc_copies++;
+  pthread_mutex_unlock(&hp_lock);
 }

@@ -26,30 +26,33 @@ void stats_unmapped(size_t bytes) {
 }
 
 /* One row per counter: the text and the JSON output come from this table. */
-#define HP_STAT_FIELDS(X)                                      \
-  X(allocs, "allocations")                                     \
-  X(frees, "frees")                                            \
-  X(failures, "failed allocations")                            \
-  X(cache_hits, "cache hits")                                  \
-  X(cache_misses, "cache misses")                              \
-  X(cache_evictions, "cache evictions")                        \
-  X(trims, "released by trim")                                 \
-  X(fallbacks_thp, "fallbacks to THP")                         \
-  X(fallbacks_small, "fallbacks to 4 KB pages")                \
-  X(maps, "mmap calls")                                        \
-  X(unmaps, "munmap calls")                                    \
-  X(bytes_mapped, "bytes mapped")                              \
-  X(bytes_mapped_peak, "bytes mapped (peak)")                  \
-  X(bytes_live, "bytes in live buffers")                       \
-  X(bytes_requested, "bytes requested by live buffers")        \
-  X(bytes_slack, "bytes of rounding slack")                    \
-  X(bytes_cached, "bytes cached")                              \
-  X(live_buffers, "live buffers")                              \
-  X(cached_buffers, "cached buffers")                          \
-  X(cache_max_slots, "cache slot limit")                       \
-  X(cache_max_bytes, "cache byte limit")                       \
-  X(fork_copies_huge, "fork: buffers copied (hugetlb)")        \
-  X(fork_moves_small, "fork: buffers moved to 4 KB pages")
+#define HP_STAT_FIELDS(X)                                  \
+  X(allocs, "allocations")                                 \
+  X(frees, "frees")                                        \
+  X(failures, "failed allocations")                        \
+  X(cache_hits, "cache hits")                              \
+  X(cache_misses, "cache misses")                          \
+  X(cache_evictions, "cache evictions")                    \
+  X(trims, "released by trim")                             \
+  X(fallbacks_thp, "fallbacks to THP")                     \
+  X(fallbacks_small, "fallbacks to 4 KB pages")            \
+  X(maps, "mmap calls")                                    \
+  X(unmaps, "munmap calls")                                \
+  X(bytes_mapped, "bytes mapped")                          \
+  X(bytes_mapped_peak, "bytes mapped (peak)")              \
+  X(bytes_live, "bytes in live buffers")                   \
+  X(bytes_requested, "bytes requested by live buffers")    \
+  X(bytes_slack, "bytes of rounding slack")                \
+  X(bytes_cached, "bytes cached")                          \
+  X(live_buffers, "live buffers")                          \
+  X(cached_buffers, "cached buffers")                      \
+  X(cache_max_slots, "cache slot limit")                   \
+  X(cache_max_bytes, "cache byte limit")                   \
+  X(fork_copies_huge, "fork: buffers copied (hugetlb)")    \
+  X(fork_moves_small, "fork: buffers moved to 4 KB pages") \
+  X(realloc_grows, "realloc: grown without copying")       \
+  X(realloc_shrinks, "realloc: shrunk (pages released)")   \
+  X(realloc_copies, "realloc: grown by copying")
 
 /* Every field of hugepool_stats is in HP_STAT_FIELDS, in order, and
  * nothing else: a counter added to the struct but not to the list (or the
@@ -141,8 +144,10 @@ static int expand_pattern(const char *pattern, char *out, size_t len) {
       case 'p': emit(&s, "%ld", (long)getpid()); break;
       case 'r': {
         long r = mpi_rank();
-        if (r >= 0) emit(&s, "%ld", r);
-        else emit(&s, "norank");
+        if (r >= 0)
+          emit(&s, "%ld", r);
+        else
+          emit(&s, "norank");
         break;
       }
       case 'h': {
@@ -153,7 +158,10 @@ static int expand_pattern(const char *pattern, char *out, size_t len) {
         break;
       }
       case '%': emit(&s, "%%"); break;
-      case '\0': p--; emit(&s, "%%"); break;
+      case '\0':
+        p--;
+        emit(&s, "%%");
+        break;
       default: emit(&s, "%%%c", *p); break;
     }
   }

@@ -3,6 +3,8 @@
  * reallocs follow the pointer, not the size.  Also: the shortage policy,
  * the preload's counters, and start-up without recursion. */
 #define _GNU_SOURCE
+#include "preload.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -11,7 +13,6 @@
 #include <unistd.h>
 
 #include "internal.h" /* the core's option table, hooks and diagnostics */
-#include "preload.h"
 
 _Atomic size_t hpl_threshold = (size_t)1 << 20; /* the option's default until init */
 atomic_bool hpl_small_heap_on;
@@ -179,6 +180,55 @@ size_t hpl_usable_size(void *ptr) {
   return glibc_usable_size(ptr);
 }
 
+/* A hugepool buffer that stays at or above the threshold: the core moves
+ * page-table entries (growth) or gives pages back (shrink), no byte copied.
+ * If the pool cannot supply the added pages, the default policy moves the
+ * buffer to glibc, like an allocation the pool cannot cover. */
+static void *realloc_huge(void *ptr, size_t size) {
+  void *p = hugepool_realloc(ptr, size);
+  if (HPL_LIKELY(p != NULL) || errno != ENOMEM) return p;
+  if (policy_strict) {
+    atomic_fetch_add_explicit(&n_strict_failures, 1, memory_order_relaxed);
+    errno = ENOMEM;
+    return NULL; /* the old block stays valid */
+  }
+  size_t old = hugepool_usable_size(ptr);
+  void *fresh = __libc_malloc(size);
+  if (!fresh) return NULL;
+  report_fallback(size);
+  atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&bytes_fallback, size, memory_order_relaxed);
+  memcpy(fresh, ptr, old < size ? old : size);
+  hugepool_free(ptr);
+  return fresh;
+}
+
+/* A glibc block growing past the threshold moves onto hugetlb pages (one
+ * copy in its life); if the pool is short it stays with glibc, whose
+ * realloc grows large blocks with mremap: no copy there either. */
+static void *realloc_glibc_to_huge(void *ptr, size_t size) {
+  int saved = errno;
+  void *fresh = hugepool_alloc(size);
+  if (fresh) {
+    size_t old = glibc_usable_size(ptr);
+    memcpy(fresh, ptr, old < size ? old : size);
+    __libc_free(ptr);
+    atomic_fetch_add_explicit(&n_huge, 1, memory_order_relaxed);
+    errno = saved;
+    return fresh;
+  }
+  if (policy_strict) {
+    atomic_fetch_add_explicit(&n_strict_failures, 1, memory_order_relaxed);
+    errno = ENOMEM;
+    return NULL;
+  }
+  report_fallback(size);
+  atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&bytes_fallback, size, memory_order_relaxed);
+  errno = saved;
+  return __libc_realloc(ptr, size);
+}
+
 void *hpl_realloc(void *ptr, size_t size) {
   if (!ptr) return route(size, false);
   if (size == 0) { /* glibc frees and returns NULL */
@@ -191,29 +241,20 @@ void *hpl_realloc(void *ptr, size_t size) {
   switch (from) {
     case FROM_GLIBC:
       if (!want_huge) return __libc_realloc(ptr, size); /* glibc keeps its own (or small-heap mode: fine) */
-      old = glibc_usable_size(ptr);
+      return realloc_glibc_to_huge(ptr, size);
+    case FROM_HUGEPOOL:
+      if (want_huge) return realloc_huge(ptr, size);
+      old = hugepool_usable_size(ptr); /* below the threshold: off hugetlb pages */
       break;
-    case FROM_HUGEPOOL: {
-      old = hugepool_usable_size(ptr);
-      size_t page = hugepool_get_page_size();
-      if (want_huge && size <= old && old - size < page) return ptr; /* same number of pages */
-      break;
-    }
     case FROM_SMALL_HEAP:
     default:
       old = sh_usable_size(ptr);
       if (!want_huge && size <= old && size > old / 2) return ptr;
       break;
   }
-  size_t request = size;
-  if (from == FROM_HUGEPOOL && want_huge && size > old) {
-    /* Growing a hugepool buffer moves it: grow by at least a quarter so a
-     * buffer grown in small steps is copied O(log n) times, not O(n). */
-    size_t hint = old + old / 4;
-    if (hint > request) request = hint;
-  }
-  void *fresh = route(request, false);
-  if (!fresh && request != size) fresh = route(size, false);
+  /* Across the threshold (or between small-heap classes): a new block and
+   * one copy of at most the smaller side. */
+  void *fresh = route(size, false);
   if (!fresh) return NULL; /* the old block stays valid, errno = ENOMEM */
   memcpy(fresh, ptr, old < size ? old : size);
   hpl_free_slow(ptr);
