@@ -6,6 +6,7 @@
  * with lock and grants root:<group> 0660, the pool's sysfs files
  * <group>-writable, and the tmpfiles.d rule that restores them at boot. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
@@ -31,8 +32,8 @@
 
 /* Group and user names: NSS on the real system, the tree's /etc files below
  * --root (so tests never depend on the machine's accounts). */
-static int file_lookup(const char *file, const char *name, unsigned long id, int by_name, char *out_name,
-                       size_t nlen, unsigned long *out_id, char *members, size_t mlen) {
+static int file_lookup(const char *file, const char *name, unsigned long id, int by_name, char *out_name, size_t nlen,
+                       unsigned long *out_id, char *members, size_t mlen) {
   char text[65536];
   if (dr_read(file, text, sizeof text) <= 0) return -1;
   char *save = NULL;
@@ -159,11 +160,14 @@ static const char *find_helper(void) {
   return NULL;
 }
 
-static void check_owned(const char *path, int dir, mode_t mode, uid_t uid, gid_t gid, const char *gname,
-                        int *bad) {
+static void check_owned(const char *path, int dir, mode_t mode, uid_t uid, gid_t gid, const char *gname, int *bad) {
   struct stat st;
   char fix[600];
   if (dr_lstat(path, &st) != 0) {
+    if (errno != ENOENT) {
+      dr_row("%s: not visible to this user (%s); run the doctor as root to check it", path, strerror(errno));
+      return;
+    }
     if (dir)
       (void)snprintf(fix, sizeof fix, "install -d -o root -g %s -m %04o %s", gname, (unsigned)mode, path);
     else
@@ -177,9 +181,11 @@ static void check_owned(const char *path, int dir, mode_t mode, uid_t uid, gid_t
     char have[64];
     group_name(st.st_gid, have, sizeof have);
     (void)snprintf(fix, sizeof fix, "chown root:%s %s && chmod %04o %s", gname, path, (unsigned)mode, path);
-    dr_problem(DR_ERROR, type_ok ? fix : "",
-               "%s is %s uid %lu group %s mode %04o; the helper needs %s root:%s %04o", path,
-               S_ISDIR(st.st_mode) ? "a directory" : S_ISREG(st.st_mode) ? "a file" : "neither file nor directory",
+    dr_problem(DR_ERROR, type_ok ? fix : "", "%s is %s uid %lu group %s mode %04o; the helper needs %s root:%s %04o",
+               path,
+               S_ISDIR(st.st_mode)   ? "a directory"
+               : S_ISREG(st.st_mode) ? "a file"
+                                     : "neither file nor directory",
                (unsigned long)st.st_uid, have, (unsigned)(st.st_mode & 07777), dir ? "a directory" : "a file", gname,
                (unsigned)mode);
     *bad = 1;
@@ -293,16 +299,18 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
                      "/sys/kernel/mm/hugepages/hugepages-*/nr_hugepages "
                      "/sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages   (as root)",
                      gname);
-      dr_problem(DR_ERROR, fix, "%s is not writable by group %s (sysfs forgot the mode at boot?): the helper cannot "
-                 "resize the pool", pool, gname);
+      dr_problem(DR_ERROR, fix,
+                 "%s is not writable by group %s (sysfs forgot the mode at boot?): the helper cannot "
+                 "resize the pool",
+                 pool, gname);
       bad = 1;
     }
     struct stat ts;
     if (dr_lstat(TMPFILES_RULE, &ts) != 0) {
       (void)snprintf(fix, sizeof fix,
                      "printf '%%s\\n' 'z /sys/kernel/mm/hugepages/hugepages-*/nr_hugepages 0664 root %s -' 'z "
-                     "/sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages 0664 root %s -' 'd "
-                     DOCTOR_RESERVE_JOBS_DIR " 0755 root root -' > " TMPFILES_RULE "   (as root)",
+                     "/sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages 0664 root %s -' "
+                     "'d " DOCTOR_RESERVE_JOBS_DIR " 0755 root root -' > " TMPFILES_RULE "   (as root)",
                      gname, gname);
       dr_problem(DR_WARNING, fix, "%s is missing: the pool files lose their group write access at the next boot",
                  TMPFILES_RULE);
@@ -322,8 +330,10 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
     if (group_gid(cfg.group, &ugid) != 0) {
       (void)snprintf(fix, sizeof fix, "groupadd %s && usermod -aG %s %s   (as root; %s logs in again)", cfg.group,
                      cfg.group, me, me);
-      dr_problem(pool_short ? DR_ERROR : DR_WARNING, fix, "group '%s' named in %s does not exist: nobody but root "
-                 "may use the helper", cfg.group, DOCTOR_RESERVE_CONF);
+      dr_problem(pool_short ? DR_ERROR : DR_WARNING, fix,
+                 "group '%s' named in %s does not exist: nobody but root "
+                 "may use the helper",
+                 cfg.group, DOCTOR_RESERVE_CONF);
       may = "no (its group does not exist)";
     } else if (!caller_in_group(ugid)) {
       (void)snprintf(fix, sizeof fix, "usermod -aG %s %s   (as root; %s logs in again)", cfg.group, me, me);
@@ -340,7 +350,8 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
         in_job = dr_lstat(path, &js) == 0 && S_ISREG(js.st_mode) && js.st_uid == 0;
       }
       if (!in_job) {
-        dr_problem(pool_short ? DR_ERROR : DR_INFO, "srun --hugepages=N ...   (or run hugepool-reserve inside your job)",
+        dr_problem(pool_short ? DR_ERROR : DR_INFO,
+                   "srun --hugepages=N ...   (or run hugepool-reserve inside your job)",
                    "the config requires a Slurm job of yours on this node (require_job yes) and this shell is not in "
                    "one: the helper refuses until it is");
         may = "only inside a Slurm job on this node";

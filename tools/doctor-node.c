@@ -16,9 +16,12 @@
 #define UNLIMITED_BYTES (1ULL << 62) /* cgroup v1 prints ~2^63 for "no limit" */
 
 static const char *size_label(unsigned long long kb, char *buf, size_t len) {
-  if (kb >= (1ULL << 20) && kb % (1ULL << 20) == 0) (void)snprintf(buf, len, "%llu GB", kb >> 20);
-  else if (kb >= 1024 && kb % 1024 == 0) (void)snprintf(buf, len, "%llu MB", kb >> 10);
-  else (void)snprintf(buf, len, "%llu kB", kb);
+  if (kb >= (1ULL << 20) && kb % (1ULL << 20) == 0)
+    (void)snprintf(buf, len, "%llu GB", kb >> 20);
+  else if (kb >= 1024 && kb % 1024 == 0)
+    (void)snprintf(buf, len, "%llu MB", kb >> 10);
+  else
+    (void)snprintf(buf, len, "%llu kB", kb);
   return buf;
 }
 
@@ -139,8 +142,8 @@ void dr_check_pools(const struct dr_need *need, unsigned long long *free_2m, uns
       (void)dr_read_ull(path, v[k]);
     }
     size_label(kb, label, sizeof label);
-    dr_row("%-6s all nodes: total %llu, free %llu, reserved %llu, surplus %llu, overcommit %llu", label, nr, fr, rs,
-           sp, oc);
+    dr_row("%-6s all nodes: total %llu, free %llu, reserved %llu, surplus %llu, overcommit %llu", label, nr, fr, rs, sp,
+           oc);
     dr_kv_num("page_kb", (long long)kb);
     dr_kv_str("node", "all");
     dr_kv_num("total", (long long)nr);
@@ -162,8 +165,8 @@ void dr_check_pools(const struct dr_need *need, unsigned long long *free_2m, uns
       unsigned long long *nv[] = {&nnr, &nfr, &nsp};
       int ok = 0;
       for (int k = 0; k < 3; k++) {
-        (void)snprintf(path, sizeof path, "/sys/devices/system/node/node%d/hugepages/hugepages-%llukB/%s", nodes[j],
-                       kb, nf[k]);
+        (void)snprintf(path, sizeof path, "/sys/devices/system/node/node%d/hugepages/hugepages-%llukB/%s", nodes[j], kb,
+                       nf[k]);
         ok += dr_read_ull(path, nv[k]) == 0;
       }
       if (!ok) continue;
@@ -193,15 +196,16 @@ void dr_check_pools(const struct dr_need *need, unsigned long long *free_2m, uns
       (void)snprintf(path, sizeof path, "/sys/devices/system/node/node%d/meminfo", node);
       have_free = dr_read(path, meminfo, sizeof meminfo) > 0 && meminfo_kb(meminfo, "MemFree:", &memfree_kb) == 0;
     } else {
-      have_free = dr_read("/proc/meminfo", meminfo, sizeof meminfo) > 0 &&
-                  meminfo_kb(meminfo, "MemFree:", &memfree_kb) == 0;
+      have_free =
+          dr_read("/proc/meminfo", meminfo, sizeof meminfo) > 0 && meminfo_kb(meminfo, "MemFree:", &memfree_kb) == 0;
     }
     int have_buddy = blen > 0 && buddy_blocks(buddy, node, 9, &blocks) == 0;
     unsigned long long max2 = memfree_kb / 2048, max1 = memfree_kb / 1048576;
     if (have_buddy && blocks > max2) max2 = blocks;
-    dr_row("node %d: 2 MB: %s%llu free now (order-9 blocks), at most %llu after compaction; 1 GB: at most %llu (MemFree "
-           "%llu MiB)",
-           node, have_buddy ? "" : "? ", have_buddy ? blocks : 0, max2, max1, memfree_kb >> 10);
+    dr_row(
+        "node %d: 2 MB: %s%llu free now (order-9 blocks), at most %llu after compaction; 1 GB: at most %llu (MemFree "
+        "%llu MiB)",
+        node, have_buddy ? "" : "? ", have_buddy ? blocks : 0, max2, max1, memfree_kb >> 10);
     dr_kv_num("node", node);
     dr_kv_num("pages_2m_now", have_buddy ? (long long)blocks : -1);
     dr_kv_num("pages_2m_max", (long long)max2);
@@ -215,8 +219,9 @@ void dr_check_pools(const struct dr_need *need, unsigned long long *free_2m, uns
 
   unsigned long long want = need->pages_2m ? need->pages_2m : 1;
   if (!have_2m) {
-    dr_problem(DR_ERROR, "", "this kernel has no 2 MB hugetlb pool (/sys/kernel/mm/hugepages/hugepages-2048kB): "
-                             "it was built without CONFIG_HUGETLBFS, hugepool cannot work here");
+    dr_problem(DR_ERROR, "",
+               "this kernel has no 2 MB hugetlb pool (/sys/kernel/mm/hugepages/hugepages-2048kB): "
+               "it was built without CONFIG_HUGETLBFS, hugepool cannot work here");
     return;
   }
   if (!have_1g)
@@ -228,8 +233,9 @@ void dr_check_pools(const struct dr_need *need, unsigned long long *free_2m, uns
     unsigned long long add = want - usable_2m;
     unsigned long long can_over = over_2m > surplus_2m ? over_2m - surplus_2m : 0;
     char fix[400];
-    (void)snprintf(fix, sizeof fix, "sysctl -w vm.nr_hugepages=%llu   (as root; or, where it is installed: "
-                                    "hugepool-reserve %llu)",
+    (void)snprintf(fix, sizeof fix,
+                   "sysctl -w vm.nr_hugepages=%llu   (as root; or, where it is installed: "
+                   "hugepool-reserve %llu)",
                    nr_2m + add, want);
     if (can_over >= add) {
       dr_problem(DR_WARNING, fix,
@@ -243,7 +249,8 @@ void dr_check_pools(const struct dr_need *need, unsigned long long *free_2m, uns
                  usable_2m, usable_2m == 1 ? "" : "s", want);
     }
     if (max_total < add)
-      dr_problem(DR_WARNING, "sync; echo 3 > /proc/sys/vm/drop_caches; echo 1 > /proc/sys/vm/compact_memory   (as root)",
+      dr_problem(DR_WARNING,
+                 "sync; echo 3 > /proc/sys/vm/drop_caches; echo 1 > /proc/sys/vm/compact_memory   (as root)",
                  "this node has room for at most %llu more 2 MB pages now (%llu free order-9 blocks); growing "
                  "the pool by %llu will come up short",
                  max_total, now_total, add);
@@ -358,15 +365,19 @@ static int tightest(const char *mnt, const char *cg, const char *limit_file, con
     if (strcmp(dir, "/") == 0 || dir[0] == '\0') break;
     char *slash = strrchr(dir, '/');
     if (!slash) break;
-    if (slash == dir) slash[1] = '\0';
-    else *slash = '\0';
+    if (slash == dir)
+      slash[1] = '\0';
+    else
+      *slash = '\0';
   }
   return found ? 0 : -1;
 }
 
 static void fmt_bytes(unsigned long long b, char *buf, size_t len) {
-  if (b >= UNLIMITED_BYTES) (void)snprintf(buf, len, "max");
-  else (void)snprintf(buf, len, "%llu MiB", b / MB);
+  if (b >= UNLIMITED_BYTES)
+    (void)snprintf(buf, len, "max");
+  else
+    (void)snprintf(buf, len, "%llu MiB", b / MB);
 }
 
 void dr_check_cgroups(const struct dr_need *need) {
@@ -417,7 +428,8 @@ void dr_check_cgroups(const struct dr_need *need) {
       if (s != 0) continue; /* the job's need is counted in 2 MB pages */
       const char *unl = v2 ? "max" : "-1";
       char fix[PATH_MAX + 64];
-      if (hr && rsvd.limit != UNLIMITED_BYTES && rsvd.limit - (rsvd.usage < rsvd.limit ? rsvd.usage : rsvd.limit) < want) {
+      if (hr && rsvd.limit != UNLIMITED_BYTES &&
+          rsvd.limit - (rsvd.usage < rsvd.limit ? rsvd.usage : rsvd.limit) < want) {
         (void)snprintf(fix, sizeof fix, "echo %s > %s   (as root, or ask the batch system to raise it)", unl,
                        rsvd.where);
         dr_problem(DR_ERROR, fix,
@@ -465,7 +477,7 @@ static int has_cap_ipc_lock(void) {
   const char *p = strstr(status, "CapEff:");
   if (!p) return 0;
   unsigned long long caps = strtoull(p + 7, NULL, 16);
-  return (caps >> 14) & 1; /* CAP_IPC_LOCK */
+  return ((caps >> 14) & 1) != 0; /* CAP_IPC_LOCK */
 }
 
 static int yes(const char *v) {
@@ -481,8 +493,8 @@ void dr_check_limits_env(void) {
     const char *p = strstr(limits, "Max locked memory");
     char soft[32] = "?", hard[32] = "?";
     if (p) (void)sscanf(p + strlen("Max locked memory"), "%31s %31s", soft, hard);
-    dr_row("soft %s, hard %s (bytes)%s; %d RDMA device%s", soft, hard, cap ? "; CAP_IPC_LOCK: not enforced" : "",
-           nics, nics == 1 ? "" : "s");
+    dr_row("soft %s, hard %s (bytes)%s; %d RDMA device%s", soft, hard, cap ? "; CAP_IPC_LOCK: not enforced" : "", nics,
+           nics == 1 ? "" : "s");
     dr_kv_str("soft", soft);
     dr_kv_str("hard", hard);
     dr_kv_num("cap_ipc_lock", cap);
@@ -503,12 +515,26 @@ void dr_check_limits_env(void) {
   }
 
   dr_section("environment", "MPI transport and hugepool variables in this environment");
-  static const char *const vars[] = {
-      "LD_PRELOAD",          "UCX_MEM_MALLOC_HOOKS",  "UCX_MEM_MALLOC_RELOC",     "UCX_MEM_EVENTS",
-      "UCX_TLS",             "UCX_IB_REG_METHODS",    "UCX_RCACHE_CHECK_PFN",     "UCX_IB_RCACHE_MAX_REGIONS",
-      "UCX_MEMTYPE_CACHE",   "UCX_POSIX_USE_PROC_LINK", "FI_PROVIDER",            "FI_MR_CACHE_MONITOR",
-      "FI_MR_CACHE_MAX_SIZE", "FI_MR_CACHE_MAX_COUNT", "HUGEPOOL_POLICY",         "HUGEPOOL_PAGE_SIZE",
-      "HUGEPOOL_THRESHOLD",  "HUGEPOOL_CACHE_BYTES",  "HUGEPOOL_CACHE_SLOTS",     "HUGEPOOL_STATS_FILE"};
+  static const char *const vars[] = {"LD_PRELOAD",
+                                     "UCX_MEM_MALLOC_HOOKS",
+                                     "UCX_MEM_MALLOC_RELOC",
+                                     "UCX_MEM_EVENTS",
+                                     "UCX_TLS",
+                                     "UCX_IB_REG_METHODS",
+                                     "UCX_RCACHE_CHECK_PFN",
+                                     "UCX_IB_RCACHE_MAX_REGIONS",
+                                     "UCX_MEMTYPE_CACHE",
+                                     "UCX_POSIX_USE_PROC_LINK",
+                                     "FI_PROVIDER",
+                                     "FI_MR_CACHE_MONITOR",
+                                     "FI_MR_CACHE_MAX_SIZE",
+                                     "FI_MR_CACHE_MAX_COUNT",
+                                     "HUGEPOOL_POLICY",
+                                     "HUGEPOOL_PAGE_SIZE",
+                                     "HUGEPOOL_THRESHOLD",
+                                     "HUGEPOOL_CACHE_BYTES",
+                                     "HUGEPOOL_CACHE_SLOTS",
+                                     "HUGEPOOL_STATS_FILE"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
     const char *v = getenv(vars[i]);
     if (!v) continue;

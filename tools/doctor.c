@@ -14,6 +14,8 @@
  *  4. Bounded everything: fixed buffers, files read up to a size limit.
  */
 #define _GNU_SOURCE
+#include "doctor.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -24,8 +26,6 @@
 #include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include "doctor.h"
 
 #ifndef HUGEPOOL_VERSION
 #define HUGEPOOL_VERSION "unknown"
@@ -216,11 +216,16 @@ static const char *sev_name(enum dr_severity s) {
 static void json_string(const char *s) {
   putchar('"');
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\') printf("\\%c", *p);
-    else if (*p == '\n') fputs("\\n", stdout);
-    else if (*p == '\t') fputs("\\t", stdout);
-    else if (*p < 0x20 || *p == 0x7f) printf("\\u%04x", *p);
-    else putchar(*p);
+    if (*p == '"' || *p == '\\')
+      printf("\\%c", *p);
+    else if (*p == '\n')
+      (void)fputs("\\n", stdout);
+    else if (*p == '\t')
+      (void)fputs("\\t", stdout);
+    else if (*p < 0x20 || *p == 0x7f)
+      printf("\\u%04x", *p);
+    else
+      putchar(*p);
   }
   putchar('"');
 }
@@ -261,8 +266,10 @@ static void print_json(void) {
         printf(", ");
         json_string(r->kv[k].key);
         printf(": ");
-        if (r->kv[k].is_num) printf("%lld", r->kv[k].num);
-        else json_string(r->kv[k].str);
+        if (r->kv[k].is_num)
+          printf("%lld", r->kv[k].num);
+        else
+          json_string(r->kv[k].str);
       }
       printf("}");
     }
@@ -306,24 +313,24 @@ static void print_text(void) {
 /* Rule 2: a --root tree is only for unprivileged runs, or root's own tree. */
 static int accept_root(const char *dir) {
   if (getauxval(AT_SECURE) || getuid() != geteuid() || getgid() != getegid()) {
-    fprintf(stderr, "hugepool doctor: --root is refused in a privileged (set-id) process\n");
+    (void)fprintf(stderr, "hugepool doctor: --root is refused in a privileged (set-id) process\n");
     return -1;
   }
   char real[PATH_MAX];
   if (!realpath(dir, real)) {
-    fprintf(stderr, "hugepool doctor: --root %s: %s\n", dir, strerror(errno));
+    (void)fprintf(stderr, "hugepool doctor: --root %s: %s\n", dir, strerror(errno));
     return -1;
   }
   struct stat st;
   if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "hugepool doctor: --root %s is not a directory\n", dir);
+    (void)fprintf(stderr, "hugepool doctor: --root %s is not a directory\n", dir);
     return -1;
   }
   if (geteuid() == 0 && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
-    fprintf(stderr,
-            "hugepool doctor: as root, --root must be a directory owned by root and not writable by group or "
-            "others (%s is not)\n",
-            dir);
+    (void)fprintf(stderr,
+                  "hugepool doctor: as root, --root must be a directory owned by root and not writable by group or "
+                  "others (%s is not)\n",
+                  dir);
     return -1;
   }
   if (strcmp(real, "/") == 0) return 0; /* the real system */
@@ -340,10 +347,26 @@ static int parse_size(const char *s, unsigned long long *bytes) {
   unsigned shift = 0;
   switch (*end) {
     case '\0': break;
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    case 't': case 'T': shift = 40; end++; break;
+    case 'k':
+    case 'K':
+      shift = 10;
+      end++;
+      break;
+    case 'm':
+    case 'M':
+      shift = 20;
+      end++;
+      break;
+    case 'g':
+    case 'G':
+      shift = 30;
+      end++;
+      break;
+    case 't':
+    case 'T':
+      shift = 40;
+      end++;
+      break;
     default: return -1;
   }
   if (shift && (*end == 'i' || *end == 'I')) end++;
@@ -361,7 +384,7 @@ int hugepool_doctor_main(int argc, char **argv) {
     const char *a = argv[i];
     const char *val = NULL;
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      fputs(usage_text, stdout);
+      (void)fputs(usage_text, stdout);
       return 0;
     }
     if (strcmp(a, "--version") == 0) {
@@ -373,14 +396,16 @@ int hugepool_doctor_main(int argc, char **argv) {
       continue;
     }
     if (strncmp(a, "--need", 6) == 0 || strncmp(a, "--root", 6) == 0) {
-      if (a[6] == '=') val = a + 7;
-      else if (a[6] == '\0' && i + 1 < argc) val = argv[++i];
+      if (a[6] == '=')
+        val = a + 7;
+      else if (a[6] == '\0' && i + 1 < argc)
+        val = argv[++i];
       if (a[6] != '=' && a[6] != '\0') val = NULL;
     }
     if (val && strncmp(a, "--need", 6) == 0) {
       unsigned long long b;
       if (parse_size(val, &b) != 0) {
-        fprintf(stderr, "hugepool doctor: bad size '%s' (e.g. 4G, 512M)\n", val);
+        (void)fprintf(stderr, "hugepool doctor: bad size '%s' (e.g. 4G, 512M)\n", val);
         return 2;
       }
       need.pages_2m = (b + (2ULL << 20) - 1) >> 21;
@@ -390,7 +415,7 @@ int hugepool_doctor_main(int argc, char **argv) {
       if (accept_root(val) != 0) return 2;
       continue;
     }
-    fprintf(stderr, "hugepool doctor: unknown or incomplete option '%s'\n%s", a, usage_text);
+    (void)fprintf(stderr, "hugepool doctor: unknown or incomplete option '%s'\n%s", a, usage_text);
     return 2;
   }
 
@@ -402,7 +427,9 @@ int hugepool_doctor_main(int argc, char **argv) {
   dr_check_limits_env();
   dr_check_helper(&need, free_2m < want);
 
-  if (json) print_json();
-  else print_text();
+  if (json)
+    print_json();
+  else
+    print_text();
   return count(DR_ERROR) ? 1 : 0;
 }

@@ -13,6 +13,11 @@
 #define HUGEPOOL_DOCTOR_H
 
 #include <stddef.h>
+
+/* Messages and fix commands are cut at their fixed buffers on purpose. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
 #include <sys/stat.h>
 
 /* ---- files below the root ---- */

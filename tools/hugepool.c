@@ -31,7 +31,7 @@ static const char usage_text[] =
 
 static int run_stats(char **argv) {
   if (getauxval(AT_SECURE)) {
-    fprintf(stderr, "hugepool: refusing to run hugepool-stats from a set-id process\n");
+    (void)fprintf(stderr, "hugepool: refusing to run hugepool-stats from a set-id process\n");
     return 2;
   }
   char self[PATH_MAX], tool[PATH_MAX + 32];
@@ -46,13 +46,13 @@ static int run_stats(char **argv) {
   (void)snprintf(tool, sizeof tool, "%s/hugepool-stats", self);
   argv[0] = tool;
   execv(tool, argv);
-  fprintf(stderr, "hugepool: cannot run %s: %s\n", tool, strerror(errno));
+  (void)fprintf(stderr, "hugepool: cannot run %s: %s\n", tool, strerror(errno));
   return 2;
 }
 
 int main(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
-    fputs(usage_text, argc < 2 ? stderr : stdout);
+    (void)fputs(usage_text, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
   if (strcmp(argv[1], "--version") == 0) {
@@ -61,6 +61,6 @@ int main(int argc, char **argv) {
   }
   if (strcmp(argv[1], "doctor") == 0) return hugepool_doctor_main(argc - 1, argv + 1);
   if (strcmp(argv[1], "stats") == 0) return run_stats(argv + 1);
-  fprintf(stderr, "hugepool: unknown command '%s'\n%s", argv[1], usage_text);
+  (void)fprintf(stderr, "hugepool: unknown command '%s'\n%s", argv[1], usage_text);
   return 2;
 }
