@@ -32,15 +32,17 @@
 #endif
 
 static const char usage_text[] =
-    "usage: hugepool doctor [--json] [--need SIZE] [--root DIR]\n"
+    "usage: hugepool doctor [--json] [--need SIZE] [--ranks N] [--root DIR]\n"
     "\n"
     "Checks whether hugepool will work on this node for this process environment\n"
     "and prints, for each problem, the command that fixes it.\n"
     "\n"
     "options:\n"
     "      --json        one JSON object instead of text\n"
-    "      --need SIZE   memory the job needs on hugetlb pages (K/M/G/T); the pool is\n"
-    "                    checked against it (default: at least one free 2 MB page)\n"
+    "      --need SIZE   memory each process of the job puts on hugetlb pages (K/M/G/T);\n"
+    "                    the pool is checked against it (default: one free 2 MB page)\n"
+    "      --ranks N     MPI ranks on this node: N times the need, plus the 3 pages per\n"
+    "                    rank UCX's own shared memory takes from the pool\n"
     "      --root DIR    read /proc, /sys and /etc below DIR (prepared trees for tests;\n"
     "                    refused in a privileged context)\n"
     "  -h, --help        this text\n"
@@ -376,10 +378,22 @@ static int parse_size(const char *s, unsigned long long *bytes) {
   return 0;
 }
 
+/* "--name VALUE" or "--name=VALUE" at argv[*i]: the value (advancing *i past
+ * a separate one), or NULL. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name) {
+  size_t n = strlen(name);
+  const char *a = argv[*i];
+  if (strncmp(a, name, n) != 0) return NULL;
+  if (a[n] == '=') return a + n + 1;
+  if (a[n] == '\0' && *i + 1 < argc) return argv[++*i];
+  return NULL;
+}
+
 int hugepool_doctor_main(int argc, char **argv);
 int hugepool_doctor_main(int argc, char **argv) {
   int json = 0;
   struct dr_need need = {0};
+  unsigned long long per_rank = 0, ranks = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = NULL;
@@ -395,28 +409,49 @@ int hugepool_doctor_main(int argc, char **argv) {
       json = 1;
       continue;
     }
-    if (strncmp(a, "--need", 6) == 0 || strncmp(a, "--root", 6) == 0) {
-      if (a[6] == '=')
-        val = a + 7;
-      else if (a[6] == '\0' && i + 1 < argc)
-        val = argv[++i];
-      if (a[6] != '=' && a[6] != '\0') val = NULL;
+    if ((val = opt_value(argc, argv, &i, "--ranks")) != NULL) {
+      char *end = NULL;
+      errno = 0;
+      unsigned long long r = strtoull(val, &end, 10);
+      if (errno || *val < '1' || *val > '9' || *end != '\0' || r > 100000) {
+        (void)fprintf(stderr, "hugepool doctor: bad rank count '%s'\n", val);
+        return 2;
+      }
+      ranks = r;
+      continue;
     }
-    if (val && strncmp(a, "--need", 6) == 0) {
+    if ((val = opt_value(argc, argv, &i, "--need")) != NULL) {
       unsigned long long b;
       if (parse_size(val, &b) != 0) {
         (void)fprintf(stderr, "hugepool doctor: bad size '%s' (e.g. 4G, 512M)\n", val);
         return 2;
       }
-      need.pages_2m = (b + (2ULL << 20) - 1) >> 21;
+      per_rank = (b + (2ULL << 20) - 1) >> 21;
       continue;
     }
-    if (val && strncmp(a, "--root", 6) == 0) {
+    if ((val = opt_value(argc, argv, &i, "--root")) != NULL) {
       if (accept_root(val) != 0) return 2;
       continue;
     }
     (void)fprintf(stderr, "hugepool doctor: unknown or incomplete option '%s'\n%s", a, usage_text);
     return 2;
+  }
+
+  /* An MPI job: UCX (Debian's MPICH is ch4:ucx) puts its own SysV shared
+   * memory on hugetlb pages whenever the pool has room, 3 pages per rank
+   * (measured, UCX 1.13), and those come out of the same pool. */
+  unsigned long long ucx = ranks * DR_UCX_PAGES_PER_RANK;
+  need.pages_2m = (ranks ? ranks : 1) * per_rank + ucx;
+  dr_section("need", "what the job needs from the 2 MB pool");
+  if (need.pages_2m) {
+    dr_row("%llu pages: %llu rank%s x %llu pages of buffers%s", need.pages_2m, ranks ? ranks : 1, ranks > 1 ? "s" : "",
+           per_rank, ranks ? " + 3 per rank for UCX's shared memory" : "");
+    dr_kv_num("pages", (long long)need.pages_2m);
+    dr_kv_num("ranks", (long long)(ranks ? ranks : 1));
+    dr_kv_num("buffer_pages_per_rank", (long long)per_rank);
+    dr_kv_num("ucx_pages", (long long)ucx);
+  } else {
+    dr_row("at least one free page (no --need given)");
   }
 
   unsigned long long free_2m = 0, reservable_2m = 0;

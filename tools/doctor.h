@@ -52,6 +52,10 @@ void dr_problem(enum dr_severity sev, const char *fix, const char *fmt, ...) __a
 
 /* ---- the checks ---- */
 
+/* 2 MB pages UCX's SysV shared memory takes per rank when the pool has room
+ * (UCX 1.13, Debian's MPICH 4.0.2: 1 to 8 ranks on one node, 3 pages each). */
+#define DR_UCX_PAGES_PER_RANK 3ULL
+
 struct dr_need {
   unsigned long long pages_2m; /* pages the user wants free for this job (0: at least one) */
 };

@@ -179,6 +179,12 @@ def fake_trees():
         "warning", "surplus pages at mmap time")
     scenario("node cannot grow the pool", None, "warning", "room for at most", "compact_memory", rc=1,
              args=("--need", "100G"))
+    # UCX's shared memory: 3 pages per rank on top of the buffers.
+    scenario("ranks: buffers and UCX fit",
+             lambda r: put(r, "/proc/mounts", "/dev/vda1 / ext4 rw 0 0\ncgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n"),
+             "note", "no hugetlbfs is mounted", rc=0, args=("--need", "200M", "--ranks", "4"))
+    scenario("ranks: UCX's pages tip the pool over", None, "error",
+             "512 free unreserved pages and the job needs 515", "vm.nr_hugepages=515", args=("--need", "200M", "--ranks", "5"))
     scenario("no 2 MB pool", lambda r: shutil.rmtree(os.path.join(r, "sys/kernel/mm/hugepages/hugepages-2048kB")),
              "error", "no 2 MB hugetlb pool")
     scenario("no 1 GB pool", lambda r: shutil.rmtree(os.path.join(r, "sys/kernel/mm/hugepages/hugepages-1048576kB")),
