@@ -383,7 +383,7 @@ static int parse_size(const char *s, unsigned long long *bytes) {
 static const char *opt_value(int argc, char **argv, int *i, const char *name) {
   size_t n = strlen(name);
   const char *a = argv[*i];
-  if (strncmp(a, name, n) != 0) return NULL;
+  if (!a || strncmp(a, name, n) != 0) return NULL;
   if (a[n] == '=') return a + n + 1;
   if (a[n] == '\0' && *i + 1 < argc) return argv[++*i];
   return NULL;
