@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "reserve.h"
+#include "size.h"
 
 int reserve_parse_count(const char *s, unsigned long long max, unsigned long long *out) {
   unsigned long long v = 0;
@@ -23,16 +24,15 @@ int reserve_parse_count(const char *s, unsigned long long max, unsigned long lon
   return 0;
 }
 
-static int parse_size(const char *s, unsigned *kb) {
-  if (strcmp(s, "2M") == 0) {
-    *kb = RESERVE_PAGE_2M;
-    return 0;
-  }
-  if (strcmp(s, "1G") == 0) {
-    *kb = RESERVE_PAGE_1G;
-    return 0;
-  }
-  return -1;
+/* A page size through the project's one size parser (lib/size.c): 2M or 1G
+ * however spelt ("2M", "2048K", "1GiB"); any other size is refused. */
+static int parse_page_size(const char *s, unsigned *kb) {
+  unsigned long long bytes = 0;
+  if (hp_parse_size(s, &bytes) != 0) return -1;
+  if (bytes != (unsigned long long)RESERVE_PAGE_2M << 10 && bytes != (unsigned long long)RESERVE_PAGE_1G << 10)
+    return -1;
+  *kb = (unsigned)(bytes >> 10);
+  return 0;
 }
 
 int reserve_parse_args(int argc, char *const argv[], struct reserve_request *rq, const char **err) {
@@ -67,7 +67,7 @@ int reserve_parse_args(int argc, char *const argv[], struct reserve_request *rq,
       have_node = 1;
       i++;
     } else if (strcmp(a, "--size") == 0) {
-      if (have_size || i + 1 >= argc || parse_size(argv[i + 1], &rq->size_kb) != 0) {
+      if (have_size || i + 1 >= argc || parse_page_size(argv[i + 1], &rq->size_kb) != 0) {
         *err = "--size needs 2M or 1G";
         return -1;
       }

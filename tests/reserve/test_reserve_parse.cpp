@@ -49,6 +49,11 @@ TEST_CASE("arguments: PAGES with --node and --size, or exactly one mode") {
   CHECK(rq.size_kb == RESERVE_PAGE_1G);
   CHECK(rq.node == 1);
   CHECK(rq.pages == 3);
+  // --size goes through the project's one size parser: any spelling of 2M or 1G.
+  REQUIRE(args({"1", "--size", "2048K"}, rq) == 0);
+  CHECK(rq.size_kb == RESERVE_PAGE_2M);
+  REQUIRE(args({"1", "--size", "1GiB"}, rq) == 0);
+  CHECK(rq.size_kb == RESERVE_PAGE_1G);
   REQUIRE(args({"--status"}, rq) == 0);
   CHECK(rq.action == ACT_STATUS);
   REQUIRE(args({"--release"}, rq) == 0);
@@ -70,7 +75,8 @@ TEST_CASE("arguments: everything else is refused") {
                                                      {"1", "--node", "01"},
                                                      {"1", "--size"},
                                                      {"1", "--size", "4M"},
-                                                     {"1", "--size", "2m"},
+                                                     {"1", "--size", "2.0M"},
+                                                     {"1", "--size", "2097153"},
                                                      {"1", "--size", "2M", "--size", "2M"},
                                                      {"1", "--node", "0", "--node", "0"},
                                                      {"--status", "1"},
