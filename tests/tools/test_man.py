@@ -60,11 +60,13 @@ def main():
     names = re.search(r"^\.SH NAME\n(.*?)(?=^\.SH )", page3, re.S | re.M).group(1)
     check(all(f in names for f in funcs), "hugepool(3) NAME names every function (so man finds the page by each)")
 
-    options = open(os.path.join(SRC, "lib/options.c")).read()
-    env = set(re.findall(r'\{"(HUGEPOOL_[A-Z_]+)"', options))
+    table = os.path.join(SRC, "lib/option-table.c")
+    options = open(table if os.path.exists(table) else os.path.join(SRC, "lib/options.c")).read()
+    env = set(re.findall(r'\("(HUGEPOOL_[A-Z_]+)"|\{"(HUGEPOOL_[A-Z_]+)"', options))
+    env = {a or b for a, b in env}
     pages = "".join(open(os.path.join(MAN, p)).read() for p in ("hugepool.3", "hugepool-run.1")).replace("\\-", "-")
     missing = sorted(v for v in env if v not in pages.replace("\\fB", "").replace("\\fR", ""))
-    check(env and not missing, f"every HUGEPOOL_* variable of lib/options.c is documented ({len(env)}; missing {missing})")
+    check(env and not missing, f"every HUGEPOOL_* variable of the option table is documented ({len(env)}; missing {missing})")
 
     for page in sorted(os.listdir(MAN)):
         p = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", os.path.join(MAN, page)], capture_output=True,
