@@ -149,6 +149,9 @@ HP_INTERNAL void hp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 
 /* ---- hooks for the preload (preload/), which links these objects ------- */
 /* Silences the core's pool-shortage messages (the preload prints its own). */
 HP_INTERNAL void hp_quiet_shortage(bool quiet);
+/* What the shortage line offers instead of a bigger pool (NULL: the
+ * library's HUGEPOOL_POLICY=thp|small); the preload names its own fallback. */
+extern HP_INTERNAL const char *hp_shortage_advice;
 /* Extra counters appended to every statistics report (NULL: none). */
 typedef struct hp_extra_stat {
   const char *key;   /* JSON key */
@@ -156,6 +159,9 @@ typedef struct hp_extra_stat {
   unsigned long long value;
 } hp_extra_stat;
 extern HP_INTERNAL size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);
+/* The policy the statistics name (NULL: the core's); the preload's default
+ * is "fallback" (to glibc), which the core does not know. */
+extern HP_INTERNAL const char *hp_stats_policy_label;
 
 /* ---- registry of live blocks (registry.c), caller holds the lock ------- */
 HP_INTERNAL int registry_insert(const hp_block *b);

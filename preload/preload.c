@@ -48,12 +48,11 @@ static size_t extra_stats(hp_extra_stat *out, size_t max) {
   if (atomic_load(&hpl_small_heap_on)) sh_stats(&chunks, &sh_bytes, &sh_allocs);
   hp_extra_stat all[] = {
       {"preload_threshold", "preload: threshold (bytes)", atomic_load(&hpl_threshold)},
-      {"preload_strict", "preload: strict policy (0/1)", policy_strict},
       {"kernel_private_hugetlb_kib", "kernel: Private_Hugetlb (KiB)", kernel_hugetlb_kib()},
       {"preload_huge_allocs", "preload: requests to hugepool", atomic_load(&n_huge)},
       {"preload_fallbacks", "preload: fallbacks to glibc", atomic_load(&n_fallback)},
       {"preload_fallback_bytes", "preload: bytes fallen back", atomic_load(&bytes_fallback)},
-      {"preload_strict_failures", "preload: refused (strict)", atomic_load(&n_strict_failures)},
+      {"preload_strict_failures", "preload: large requests refused", atomic_load(&n_strict_failures)},
       {"small_heap_chunks", "small heap: 2 MB chunks", chunks},
       {"small_heap_bytes", "small heap: bytes in use", sh_bytes},
       {"small_heap_allocs", "small heap: allocations", sh_allocs},
@@ -74,8 +73,15 @@ static void preload_init(void) {
   size_t threshold = (size_t)option_get(HP_OPT_THRESHOLD);
   if (threshold == 0) threshold = 1;
   long long policy = option_get(HP_OPT_POLICY); /* the core runs fallback as strict */
-  policy_strict = policy == HUGEPOOL_POLICY_STRICT; /* the core prints its shortage message */
-  if (policy == HP_POLICY_FALLBACK) hp_quiet_shortage(true); /* we print one line of our own */
+  policy_strict = policy == HUGEPOOL_POLICY_STRICT;
+  if (policy_strict) /* the core prints its shortage message, with our alternative */
+    hp_shortage_advice =
+        "let glibc serve refused requests with hugepool-run --policy fallback (the preload's default), or fall "
+        "back to THP or 4 KB pages with HUGEPOOL_POLICY=thp|small";
+  if (policy == HP_POLICY_FALLBACK) {
+    hp_quiet_shortage(true); /* we print one line of our own */
+    hp_stats_policy_label = "fallback";
+  }
   hp_stats_extra = extra_stats;
   if (option_get(HP_OPT_SMALL_HEAP) && sh_init() == 0) atomic_store(&hpl_small_heap_on, true);
   atomic_store(&hpl_threshold, threshold);
@@ -93,13 +99,17 @@ static inline bool ready(void) {
   return atomic_load_explicit(&state, memory_order_acquire) == ST_READY;
 }
 
+/* One line per process: the first fallback.  Later large requests try the
+ * pool again first (pages may have been freed or reserved meanwhile); each
+ * one that falls back too is counted, not reported. */
 static void report_fallback(size_t size) {
   if (atomic_exchange(&shortage_reported, true)) return;
-  char line[320];
+  char line[512];
   int n = snprintf(line, sizeof(line),
-                   "hugepool-preload[%ld]: hugetlb pool short (%ld free 2 MB pages) for a %zu KiB request: this and "
-                   "later ones fall back to glibc malloc (counted in HUGEPOOL_STATS; HUGEPOOL_POLICY=strict "
-                   "fails instead)\n",
+                   "hugepool-preload[%ld]: hugetlb pool short (%ld free 2 MB pages) for a %zu KiB request: this "
+                   "request falls back to glibc malloc; later requests try the pool again first (each fallback is "
+                   "counted in the statistics, this line is printed once). Size the pool with 'hugepool doctor "
+                   "--need SIZE --ranks N' (MPI: UCX takes 3 pages per rank too); --policy strict fails instead\n",
                    (long)getpid(), hugepool_pool_free_pages(-1), size >> 10);
   if (n > 0) os_write_stderr(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
