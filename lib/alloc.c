@@ -259,15 +259,20 @@ void hugepool_free(void *ptr) {
   int saved = errno;
   hp_ensure_init();
   hp_block b, victims[HP_BATCH];
-  if (!registry_remove(ptr, &b)) {
-    hp_warn("hugepool_free(%p): not a live hugepool buffer; ignored", ptr);
+  int busy = registry_remove_idle(ptr, &b);
+  if (busy) {
+    hp_warn("hugepool_free(%p): %s; ignored", ptr,
+            busy == EBUSY ? "another thread is resizing this buffer" : "not a live hugepool buffer");
     errno = saved;
     return;
   }
+  size_t headroom = b.headroom; /* address space realloc.c kept for growth */
+  b.headroom = 0;               /* cached blocks (shared or thread caches) have none */
   size_t page = page_of((hugepool_kind)b.kind);
   bool may_cache = !page || share_may_cache(page);
   hp_tcache *tc = tcache_self();
   if (tc && tcache_put_fast(tc, &b, may_cache)) {
+    if (headroom) os_unmap((char *)b.addr + b.size, headroom);
     errno = saved;
     return;
   }
@@ -301,5 +306,65 @@ void hugepool_free(void *ptr) {
   release_mark(victims, n_victims);
   pthread_mutex_unlock(&hp_lock);
   release_now(victims, n_victims); /* lazy release: outside the lock */
+  if (headroom) os_unmap((char *)b.addr + b.size, headroom);
   errno = saved;
+}
+
+/* ---- live blocks, for realloc.c ---------------------------------------- */
+
+static int mark_resizing(hp_block *b, void *arg) {
+  if (b->resizing) {
+    errno = EBUSY;
+    return -1;
+  }
+  b->resizing = 1;
+  *(hp_block *)arg = *b;
+  return 0;
+}
+
+static int set_block(hp_block *b, void *arg) {
+  *b = *(const hp_block *)arg;
+  return 0;
+}
+
+int live_begin_resize(const void *addr, hp_block *out) {
+  hp_ensure_init();
+  return registry_update(addr, mark_resizing, out); /* -1 with EINVAL or EBUSY */
+}
+
+void live_end_resize(const hp_block *was, const hp_block *now, hp_resize_outcome outcome) {
+  hp_block b = *now, old;
+  b.resizing = 0;
+  if (b.addr == was->addr) {
+    (void)registry_update(b.addr, set_block, &b); /* in place: needs no memory */
+  } else {
+    (void)registry_remove(was->addr, &old);
+    if (registry_insert(&b) != 0) /* the new address's stripe could not grow */
+      hp_warn("hugepool_realloc(%p): no memory to track the moved buffer %p; it is no longer a hugepool buffer",
+              was->addr, b.addr);
+  }
+  size_t page = page_of((hugepool_kind)b.kind);
+  if (page && b.size != was->size) share_mapped(page, (long long)b.size - (long long)was->size);
+  pthread_mutex_lock(&hp_lock);
+  if (b.size > was->size) stats_mapped(b.size - was->size);
+  if (b.size < was->size) stats_unmapped(was->size - b.size);
+  /* Deltas: the thread caches hold part of these counters (tcache_sum_stats). */
+  hp_stats.bytes_live += b.size - was->size;
+  hp_stats.bytes_requested += b.requested - was->requested;
+  hp_stats.bytes_slack += (b.size - b.requested) - (was->size - was->requested);
+  if (outcome == HP_RESIZE_GROWN) hp_stats.realloc_grows++;
+  if (outcome == HP_RESIZE_SHRUNK) hp_stats.realloc_shrinks++;
+  if (outcome == HP_RESIZE_FAILED) hp_stats.failures++;
+  pthread_mutex_unlock(&hp_lock);
+}
+
+void live_reclaim(uint32_t kind, size_t bytes) {
+  release_for((hugepool_kind)kind, bytes); /* the shared cache, then the threads' */
+  release_wait();                          /* other threads' lazy releases */
+}
+
+void live_count_copy(void) {
+  pthread_mutex_lock(&hp_lock);
+  hp_stats.realloc_copies++;
+  pthread_mutex_unlock(&hp_lock);
 }

@@ -24,7 +24,7 @@ static atomic_bool hp_shortage_quiet;
 
 void hp_warn(const char *fmt, ...) {
   if (option_get(HP_OPT_WARN) == 0) return; /* HUGEPOOL_WARN is parsed before any other option */
-  char line[512];
+  char line[1024];
   int n = snprintf(line, sizeof(line), "hugepool[%ld]: ", (long)getpid());
   if (n < 0) return;
   va_list ap;
@@ -125,26 +125,29 @@ size_t hp_current_page_size(void) { return atomic_load_explicit(&hp_page_size, m
 
 void hp_quiet_shortage(bool quiet) { atomic_store(&hp_shortage_quiet, quiet); }
 
+const char *hp_shortage_advice;
+
+/* One line per process and page size: the first shortage, with what to do
+ * about it.  Later ones are counted (failures), not reported, so a rank that
+ * is refused twice does not print the same advice twice. */
 void hp_report_shortage(size_t size, size_t page, int node) {
   if (atomic_load_explicit(&hp_shortage_quiet, memory_order_relaxed)) return;
-  unsigned nth = atomic_fetch_add(&hp_shortage_reports, 1);
-  if (nth > 8) return;
-  if (nth == 8) {
-    hp_warn("further pool-shortage messages suppressed (see HUGEPOOL_STATS for the failure count)");
-    return;
-  }
+  unsigned bit = page == HP_1G ? 2U : 1U;
+  if (atomic_fetch_or(&hp_shortage_reports, bit) & bit) return;
   long avail = os_pool_available(page, node);
   long total = os_pool_total(page, node);
   char where[32] = "";
   if (node >= 0) (void)snprintf(where, sizeof(where), " on node %d", node); /* cannot truncate */
   const char *knob =
       page == HP_1G ? "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages" : "/proc/sys/vm/nr_hugepages";
+  const char *advice = hp_shortage_advice ? hp_shortage_advice : "allow a fallback with HUGEPOOL_POLICY=thp|small";
   hp_warn(
       "cannot map %zu MiB on %s hugetlb pages%s: need %zu pages, %ld free of %ld in the pool; reserve more "
-      "with 'echo N > %s' (as root) or 'hugepool-reserve N%s', or allow a fallback with "
-      "HUGEPOOL_POLICY=thp|small",
+      "with 'echo N > %s' (as root) or 'hugepool-reserve N%s' ('hugepool doctor --need SIZE --ranks N' sizes "
+      "it; MPI: UCX takes 3 pages per rank too), or %s. Reported once; every refused request is counted in "
+      "the statistics",
       size >> 20, page == HP_1G ? "1 GB" : "2 MB", where, size / page, avail, total, knob,
-      page == HP_1G ? " --size 1G" : "");
+      page == HP_1G ? " --size 1G" : "", advice);
 }
 
 /* ---- the public API ----------------------------------------------------- */

@@ -22,10 +22,13 @@ extern "C" {
 /* ---- one mapping, live or cached -------------------------------------- */
 typedef struct hp_block {
   void *addr;
-  size_t size;      /* mapped bytes, a multiple of the page size of `kind` */
-  size_t requested; /* bytes the caller asked for (live blocks only) */
-  int32_t node;     /* NUMA node the pages are bound to, or HUGEPOOL_ANY_NODE */
-  uint32_t kind;    /* hugepool_kind */
+  size_t size;       /* mapped bytes, a multiple of the page size of `kind` */
+  size_t requested;  /* bytes the caller asked for (live blocks only) */
+  size_t headroom;   /* live blocks: reserved address space right after the mapping,
+                        kept by realloc.c for growth in place (0 in the cache) */
+  int32_t node;      /* NUMA node the pages are bound to, or HUGEPOOL_ANY_NODE */
+  uint32_t kind;     /* hugepool_kind */
+  uint32_t resizing; /* live blocks: non-zero while realloc.c changes the mapping */
 } hp_block;
 
 /* ---- OS layer (os.c): the only file that makes system calls ----------
@@ -47,6 +50,19 @@ HP_INTERNAL void os_unmap(void *addr, size_t size);
 HP_INTERNAL int os_bind_node(void *addr, size_t size, int node);
 HP_INTERNAL int os_populate(void *addr, size_t size);
 HP_INTERNAL int os_move_to_small(void *addr, size_t size, size_t page_size);
+/* Address space without memory or pool pages (PROT_NONE), aligned to `align`. */
+HP_INTERNAL void *os_reserve(size_t size, size_t align);
+/* Turns [addr, addr + size) of a mapping into reserved address space: its
+ * pages go back now, the range stays ours.  0, or -1 with errno. */
+HP_INTERNAL int os_unmap_to_reserve(void *addr, size_t size);
+/* Moves the mapping(s) covering [from, from + size) to `to` (which must be
+ * reserved address space of ours): page-table entries move, no byte is
+ * copied.  The range may be several mappings: they move one at a time, as
+ * /proc/self/maps lists them.  0, or -1 with errno with nothing moved
+ * (ENOSYS: /proc/self/maps cannot be read). */
+HP_INTERNAL int os_move(void *from, size_t size, void *to);
+/* As os_move() for a range inside one mapping (one mremap call). */
+HP_INTERNAL int os_move_mapping(void *from, size_t size, void *to);
 /* Zeroed memory for the library's own tables (4 KB pages); os_map_sparse
  * for tables touched only here and there (charged as they are touched). */
 HP_INTERNAL void *os_map_meta(size_t size);
@@ -163,6 +179,9 @@ HP_INTERNAL void hp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 
 /* ---- hooks for the preload (preload/), which links these objects ------- */
 /* Silences the core's pool-shortage messages (the preload prints its own). */
 HP_INTERNAL void hp_quiet_shortage(bool quiet);
+/* What the shortage line offers instead of a bigger pool (NULL: the
+ * library's HUGEPOOL_POLICY=thp|small); the preload names its own fallback. */
+extern HP_INTERNAL const char *hp_shortage_advice;
 /* Extra counters appended to every statistics report (NULL: none). */
 typedef struct hp_extra_stat {
   const char *key;   /* JSON key */
@@ -170,6 +189,9 @@ typedef struct hp_extra_stat {
   unsigned long long value;
 } hp_extra_stat;
 extern HP_INTERNAL size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);
+/* The policy the statistics name (NULL: the core's); the preload's default
+ * is "fallback" (to glibc), which the core does not know. */
+extern HP_INTERNAL const char *hp_stats_policy_label;
 
 /* ---- registry of live blocks (registry.c) ------------------------------
  * Every live buffer, by start address.  Each call takes the lock of the
@@ -178,7 +200,10 @@ extern HP_INTERNAL size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);
  * exactly while it is live: cached blocks are not. */
 HP_INTERNAL int registry_insert(const hp_block *b);                /* 0, or -1 with ENOMEM */
 HP_INTERNAL bool registry_remove(const void *addr, hp_block *out); /* false: not live */
-HP_INTERNAL bool registry_find(const void *addr, hp_block *out);   /* copies the block */
+/* As registry_remove, unless the block is being resized: 0, EINVAL (not
+ * live) or EBUSY (resizing; the block stays). */
+HP_INTERNAL int registry_remove_idle(const void *addr, hp_block *out);
+HP_INTERNAL bool registry_find(const void *addr, hp_block *out); /* copies the block */
 /* Runs fn on the live block at addr with its stripe locked (fn may change
  * any field but addr) and returns fn's result; -1 with EINVAL if not live.
  * This is how a resize marks a block as busy or records its new size. */
@@ -275,6 +300,27 @@ HP_INTERNAL void share_mapped(size_t page_size, long long delta);
 HP_INTERNAL bool share_may_cache(size_t page_size);
 /* Bytes of cache to give back before mapping `size` more. */
 HP_INTERNAL size_t share_excess(size_t page_size, size_t size);
+
+/* ---- live blocks, for realloc.c (alloc.c) ---------------------------- */
+/* Marks the live block at `addr` as being resized and copies it to *out.
+ * Until live_end_resize(), hugepool_free() of it warns and does nothing and
+ * another resize is refused.  0, or -1 with errno = EINVAL (not a live
+ * buffer) or EBUSY (another thread is resizing it). */
+HP_INTERNAL int live_begin_resize(const void *addr, hp_block *out);
+typedef enum hp_resize_outcome {
+  HP_RESIZE_KEPT,   /* the same pages (requested bytes may differ) */
+  HP_RESIZE_GROWN,  /* pages added, none copied */
+  HP_RESIZE_SHRUNK, /* pages given back */
+  HP_RESIZE_FAILED  /* no change: counted as a failure */
+} hp_resize_outcome;
+/* Ends a resize begun on `was`: the block is now *now (its address may have
+ * moved); statistics follow the change. */
+HP_INTERNAL void live_end_resize(const hp_block *was, const hp_block *now, hp_resize_outcome outcome);
+/* Releases cached blocks of `kind` until `bytes` are back in the pool (or
+ * the cache holds none), and waits for other threads' releases in flight. */
+HP_INTERNAL void live_reclaim(uint32_t kind, size_t bytes);
+/* Counts a resize done by copying into a new buffer (realloc.c's fallback). */
+HP_INTERNAL void live_count_copy(void);
 
 /* ---- statistics (stats.c), caller holds the lock ----------------------- */
 extern HP_INTERNAL hugepool_stats hp_stats;

@@ -28,7 +28,8 @@ static const hp_option_desc table[HP_OPT_COUNT] = {
     [HP_OPT_POLICY] = CHOICE("HUGEPOOL_POLICY", HUGEPOOL_POLICY_STRICT, HP_POLICY_FALLBACK, "strict|thp|small|fallback",
                              3,
                              "what to do when the pool is short: `strict` (ENOMEM), `thp`, `small` (4 KB pages); "
-                             "preload only: `fallback` (glibc serves the request, one warning, counted)"),
+                             "preload only: `fallback` (glibc serves a request the pool cannot, one warning per "
+                             "process, every fallback counted; later requests try the pool again first)"),
     [HP_OPT_PAGE_SIZE] = SIZE("HUGEPOOL_PAGE_SIZE", (long long)HP_2M, (long long)HP_1G, "huge page size: `2M` or `1G`"),
     [HP_OPT_CACHE_SLOTS] = NUMBER("HUGEPOOL_CACHE_SLOTS", 64, HP_CACHE_SLOTS_MAX,
                                   "most freed buffers kept for reuse (0 disables the cache; at most 1048576)"),
@@ -40,7 +41,8 @@ static const hp_option_desc table[HP_OPT_COUNT] = {
     [HP_OPT_STATS_FILE] = TEXT("HUGEPOOL_STATS_FILE",
                                "write the exit statistics to this file instead of stderr (never through a symlink); "
                                "`%p` pid, `%r` MPI rank (from `PMI_RANK`, `PMIX_RANK`, `OMPI_COMM_WORLD_RANK`, "
-                               "`MPI_LOCALRANKID`, `SLURM_PROCID`), `%h` host"),
+                               "`MPI_LOCALRANKID`, `SLURM_PROCID`; `norank` outside MPI), `%h` host; none from a "
+                               "process that made no hugepool allocation"),
     [HP_OPT_WARN] = CHOICE("HUGEPOOL_WARN", 1, 1, "0|1", 0, "`0` silences diagnostics (pool short, foreign free)"),
     [HP_OPT_THRESHOLD] = SIZE("HUGEPOOL_THRESHOLD", 1LL << 20, 1LL << 50,
                               "preload only: smallest request put on hugetlb pages"),

@@ -256,3 +256,128 @@ int os_move_to_small(void *addr, size_t size, size_t page_size) {
   (void)madvise(addr, size, MADV_NOHUGEPAGE);
   return 0;
 }
+
+/* ---- address space for growth in place (realloc.c) ---------------------- */
+
+void *os_reserve(size_t size, size_t align) {
+  /* PROT_NONE and MAP_NORESERVE: no memory, no commit charge, no pool page;
+   * only the range.  Over-map and trim for the alignment, as above. */
+  size_t span = size + align;
+  if (span < size) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  char *raw = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED) return NULL;
+  char *start = raw + ((align - (uintptr_t)raw % align) % align);
+  size_t head = (size_t)(start - raw);
+  size_t tail = span - head - size;
+  if (head) munmap(raw, head);
+  if (tail) munmap(start + size, tail);
+  return start;
+}
+
+int os_unmap_to_reserve(void *addr, size_t size) {
+  /* One call replaces the mapping: the range is never free for another
+   * thread's mmap to land in. */
+  void *p = mmap(addr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  return p == MAP_FAILED ? -1 : 0;
+}
+
+/* Up to `max` mappings intersecting [lo, hi), clipped to it, in address
+ * order, read from /proc/self/maps with no malloc.  -1 if it cannot be read. */
+static int mappings_in(uintptr_t lo, uintptr_t hi, uintptr_t (*out)[2], int max) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[4096];
+  size_t have = 0;
+  int n = 0;
+  bool at_line_start = true, done = false, failed = false;
+  while (!done) {
+    ssize_t r = read(fd, buf + have, sizeof(buf) - 1 - have);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) failed = true;
+    if (r <= 0) break;
+    have += (size_t)r;
+    buf[have] = '\0';
+    char *line = buf, *nl;
+    while ((nl = strchr(line, '\n')) != NULL) {
+      *nl = '\0';
+      if (at_line_start) {
+        char *end = NULL;
+        uintptr_t s = (uintptr_t)strtoull(line, &end, 16), e = 0;
+        if (end && *end == '-') e = (uintptr_t)strtoull(end + 1, NULL, 16);
+        if (s >= hi) {
+          done = true; /* the file is sorted by address */
+          break;
+        }
+        if (e > lo && n < max) {
+          out[n][0] = s > lo ? s : lo;
+          out[n][1] = e < hi ? e : hi;
+          n++;
+        }
+        if (n == max) {
+          done = true;
+          break;
+        }
+      }
+      at_line_start = true;
+      line = nl + 1;
+    }
+    if (done) break;
+    /* Keep the unfinished line; a line longer than the buffer is a path
+     * name, of no interest: drop its middle. */
+    size_t rest = have - (size_t)(line - buf);
+    if (rest == sizeof(buf) - 1) {
+      at_line_start = false;
+      rest = 0;
+    }
+    memmove(buf, line, rest);
+    have = rest;
+  }
+  close(fd);
+  return failed ? -1 : n;
+}
+
+int os_move_mapping(void *from, size_t size, void *to) {
+  return mremap(from, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, to) == MAP_FAILED ? -1 : 0;
+}
+
+int os_move(void *from, size_t size, void *to) {
+  uintptr_t lo = (uintptr_t)from, hi = lo + size;
+  /* A grown hugetlb buffer is several mappings (the kernel never merges two
+   * hugetlb mappings), and kernels before 6.17 move one mapping per call;
+   * worse, they unmap the destination before refusing a range of several.
+   * So the boundaries come first, from /proc/self/maps, a batch at a time
+   * (what has moved is no longer in the range: each batch starts afresh),
+   * and each mremap moves exactly one mapping. */
+  bool moved_any = false;
+  for (;;) {
+    uintptr_t piece[64][2];
+    int n = mappings_in(lo, hi, piece, 64);
+    if (n < 0) {
+      if (moved_any) break; /* cannot happen: it was readable a moment ago */
+      errno = ENOSYS;
+      return -1;
+    }
+    if (n == 0) return 0;
+    for (int i = 0; i < n; i++) {
+      size_t len = piece[i][1] - piece[i][0], off = piece[i][0] - lo;
+      if (mremap((char *)from + off, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (char *)to + off) == MAP_FAILED) {
+        if (!moved_any) return -1;
+        goto torn;
+      }
+      moved_any = true;
+    }
+  }
+torn:;
+  /* Part of the buffer has moved and the rest cannot follow.  Moving the
+   * first part back could land on a mapping another thread made in the
+   * meantime; carrying on would hand out a buffer with a hole.  Neither is
+   * acceptable for an allocator: stop here, loudly. */
+  char line[160];
+  int len = snprintf(line, sizeof(line), "hugepool: cannot finish moving the buffer at %p (%s); aborting\n", from,
+                     strerror(errno));
+  if (len > 0) os_write_stderr(line, (size_t)len < sizeof(line) ? (size_t)len : sizeof(line) - 1);
+  abort();
+}

@@ -111,6 +111,19 @@ bool registry_remove(const void *addr, hp_block *out) {
   return hit != NULL;
 }
 
+int registry_remove_idle(const void *addr, hp_block *out) {
+  stripe *st = stripe_of(addr);
+  hp_spin_lock(&st->lock);
+  hp_block *hit = lookup(st, addr);
+  int err = !hit ? EINVAL : hit->resizing ? EBUSY : 0;
+  if (!err) {
+    *out = *hit;
+    remove_hit(st, hit);
+  }
+  hp_spin_unlock(&st->lock);
+  return err;
+}
+
 static void remove_hit(stripe *st, hp_block *hit) {
   hp_block *table = st->table;
   size_t capacity = st->capacity;

@@ -13,6 +13,7 @@
 
 hugepool_stats hp_stats;
 size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);
+const char *hp_stats_policy_label;
 
 void stats_mapped(size_t bytes) {
   hp_stats.maps++;
@@ -26,30 +27,33 @@ void stats_unmapped(size_t bytes) {
 }
 
 /* One row per counter: the text and the JSON output come from this table. */
-#define HP_STAT_FIELDS(X)                               \
-  X(allocs, "allocations")                              \
-  X(frees, "frees")                                     \
-  X(failures, "failed allocations")                     \
-  X(cache_hits, "cache hits")                           \
-  X(cache_misses, "cache misses")                       \
-  X(cache_evictions, "cache evictions")                 \
-  X(trims, "released by trim")                          \
-  X(fallbacks_thp, "fallbacks to THP")                  \
-  X(fallbacks_small, "fallbacks to 4 KB pages")         \
-  X(maps, "mmap calls")                                 \
-  X(unmaps, "munmap calls")                             \
-  X(bytes_mapped, "bytes mapped")                       \
-  X(bytes_mapped_peak, "bytes mapped (peak)")           \
-  X(bytes_live, "bytes in live buffers")                \
-  X(bytes_requested, "bytes requested by live buffers") \
-  X(bytes_slack, "bytes of rounding slack")             \
-  X(bytes_cached, "bytes cached")                       \
-  X(live_buffers, "live buffers")                       \
-  X(cached_buffers, "cached buffers")                   \
-  X(cache_max_slots, "cache slot limit")                \
-  X(cache_max_bytes, "cache byte limit")                \
-  X(fork_copies_huge, "fork: buffers copied (hugetlb)") \
-  X(fork_moves_small, "fork: buffers moved to 4 KB pages")
+#define HP_STAT_FIELDS(X)                                  \
+  X(allocs, "allocations")                                 \
+  X(frees, "frees")                                        \
+  X(failures, "failed allocations")                        \
+  X(cache_hits, "cache hits")                              \
+  X(cache_misses, "cache misses")                          \
+  X(cache_evictions, "cache evictions")                    \
+  X(trims, "released by trim")                             \
+  X(fallbacks_thp, "fallbacks to THP")                     \
+  X(fallbacks_small, "fallbacks to 4 KB pages")            \
+  X(maps, "mmap calls")                                    \
+  X(unmaps, "munmap calls")                                \
+  X(bytes_mapped, "bytes mapped")                          \
+  X(bytes_mapped_peak, "bytes mapped (peak)")              \
+  X(bytes_live, "bytes in live buffers")                   \
+  X(bytes_requested, "bytes requested by live buffers")    \
+  X(bytes_slack, "bytes of rounding slack")                \
+  X(bytes_cached, "bytes cached")                          \
+  X(live_buffers, "live buffers")                          \
+  X(cached_buffers, "cached buffers")                      \
+  X(cache_max_slots, "cache slot limit")                   \
+  X(cache_max_bytes, "cache byte limit")                   \
+  X(fork_copies_huge, "fork: buffers copied (hugetlb)")    \
+  X(fork_moves_small, "fork: buffers moved to 4 KB pages") \
+  X(realloc_grows, "realloc: grown without copying")       \
+  X(realloc_shrinks, "realloc: shrunk (pages released)")   \
+  X(realloc_copies, "realloc: grown by copying")
 
 /* Every field of hugepool_stats is in HP_STAT_FIELDS, in order, and
  * nothing else: a counter added to the struct but not to the list (or the
@@ -81,39 +85,6 @@ static void emit(sink *s, const char *fmt, ...) {
   if (n > 0) s->need += (size_t)n;
 }
 
-int hugepool_stats_snprint(char *buf, size_t len, hugepool_stats_format format) {
-  hugepool_stats st;
-  hugepool_get_stats(&st);
-  sink s = {buf, len, 0};
-  if (len) buf[0] = '\0';
-  hp_extra_stat extra[16];
-  size_t n_extra = hp_stats_extra ? hp_stats_extra(extra, sizeof(extra) / sizeof(extra[0])) : 0;
-  if (format == HUGEPOOL_STATS_JSON) {
-    emit(&s, "{\"pid\": %ld, \"policy\": \"%s\", \"page_size\": %zu", (long)getpid(),
-         hugepool_policy_name(hugepool_get_policy()), hugepool_get_page_size());
-#define HP_JSON(field, label) emit(&s, ", \"%s\": %llu", #field, (unsigned long long)st.field);
-    HP_STAT_FIELDS(HP_JSON)
-#undef HP_JSON
-    for (size_t i = 0; i < n_extra; i++) emit(&s, ", \"%s\": %llu", extra[i].key, extra[i].value);
-    emit(&s, "}\n");
-  } else {
-    emit(&s, "hugepool statistics (pid %ld, policy %s, page size %zu KiB)\n", (long)getpid(),
-         hugepool_policy_name(hugepool_get_policy()), hugepool_get_page_size() >> 10);
-#define HP_TEXT(field, label) emit(&s, "  %-32s %llu\n", label, (unsigned long long)st.field);
-    HP_STAT_FIELDS(HP_TEXT)
-#undef HP_TEXT
-    for (size_t i = 0; i < n_extra; i++) emit(&s, "  %-32s %llu\n", extra[i].label, extra[i].value);
-  }
-  return (int)s.need;
-}
-
-int hugepool_stats_print(FILE *stream, hugepool_stats_format format) {
-  char buf[4096];
-  int n = hugepool_stats_snprint(buf, sizeof(buf), format);
-  if (n < 0 || !stream) return -1;
-  return fputs(buf, stream) == EOF ? -1 : 0;
-}
-
 /* The MPI rank from whichever launcher started us, or -1. */
 static long mpi_rank(void) {
   static const char *const vars[] = {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "MPI_LOCALRANKID",
@@ -127,6 +98,45 @@ static long mpi_rank(void) {
     }
   }
   return -1;
+}
+
+int hugepool_stats_snprint(char *buf, size_t len, hugepool_stats_format format) {
+  hugepool_stats st;
+  hugepool_get_stats(&st);
+  sink s = {buf, len, 0};
+  if (len) buf[0] = '\0';
+  hp_extra_stat extra[16];
+  size_t n_extra = hp_stats_extra ? hp_stats_extra(extra, sizeof(extra) / sizeof(extra[0])) : 0;
+  /* One policy, as the user chose it: the preload's default is its own
+   * fallback to glibc (the core underneath runs strict and quiet). */
+  const char *policy = hp_stats_policy_label ? hp_stats_policy_label : hugepool_policy_name(hugepool_get_policy());
+  long rank = mpi_rank();
+  if (format == HUGEPOOL_STATS_JSON) {
+    emit(&s, "{\"pid\": %ld, \"rank\": %ld, \"policy\": \"%s\", \"page_size\": %zu", (long)getpid(), rank, policy,
+         hugepool_get_page_size());
+#define HP_JSON(field, label) emit(&s, ", \"%s\": %llu", #field, (unsigned long long)st.field);
+    HP_STAT_FIELDS(HP_JSON)
+#undef HP_JSON
+    for (size_t i = 0; i < n_extra; i++) emit(&s, ", \"%s\": %llu", extra[i].key, extra[i].value);
+    emit(&s, "}\n");
+  } else {
+    char rank_text[32] = "";
+    if (rank >= 0) (void)snprintf(rank_text, sizeof(rank_text), ", rank %ld", rank);
+    emit(&s, "hugepool statistics (pid %ld%s, policy %s, page size %zu KiB)\n", (long)getpid(), rank_text, policy,
+         hugepool_get_page_size() >> 10);
+#define HP_TEXT(field, label) emit(&s, "  %-32s %llu\n", label, (unsigned long long)st.field);
+    HP_STAT_FIELDS(HP_TEXT)
+#undef HP_TEXT
+    for (size_t i = 0; i < n_extra; i++) emit(&s, "  %-32s %llu\n", extra[i].label, extra[i].value);
+  }
+  return (int)s.need;
+}
+
+int hugepool_stats_print(FILE *stream, hugepool_stats_format format) {
+  char buf[4096];
+  int n = hugepool_stats_snprint(buf, sizeof(buf), format);
+  if (n < 0 || !stream) return -1;
+  return fputs(buf, stream) == EOF ? -1 : 0;
 }
 
 /* Expands %p (pid), %r (MPI rank, or "norank"), %h (host) and %% in `pattern`. */
@@ -169,6 +179,14 @@ void stats_print_at_exit(void) {
   long long mode = option_get(HP_OPT_STATS);
   const char *pattern = option_get_string(HP_OPT_STATS_FILE);
   if (mode == HP_STATS_OFF && !pattern) return;
+  /* A process that never asked hugepool for memory (mpiexec or its proxy
+   * under a wrapped launcher, a shell) writes no file: it has nothing to
+   * report, and its "norank" file would overwrite another's. */
+  if (pattern) {
+    hugepool_stats st;
+    hugepool_get_stats(&st);
+    if (st.allocs == 0 && st.failures == 0) return;
+  }
   char text[4096];
   int n = hugepool_stats_snprint(text, sizeof(text),
                                  mode == HP_STATS_JSON_AT_EXIT ? HUGEPOOL_STATS_JSON : HUGEPOOL_STATS_TEXT);

@@ -3,6 +3,8 @@
  * reallocs follow the pointer, not the size.  Also: the shortage policy,
  * the preload's counters, and start-up without recursion. */
 #define _GNU_SOURCE
+#include "preload.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -11,7 +13,6 @@
 #include <unistd.h>
 
 #include "internal.h" /* the core's option table, hooks and diagnostics */
-#include "preload.h"
 
 _Atomic size_t hpl_threshold = (size_t)1 << 20; /* the option's default until init */
 atomic_bool hpl_small_heap_on;
@@ -47,12 +48,11 @@ static size_t extra_stats(hp_extra_stat *out, size_t max) {
   if (atomic_load(&hpl_small_heap_on)) sh_stats(&chunks, &sh_bytes, &sh_allocs);
   hp_extra_stat all[] = {
       {"preload_threshold", "preload: threshold (bytes)", atomic_load(&hpl_threshold)},
-      {"preload_strict", "preload: strict policy (0/1)", policy_strict},
       {"kernel_private_hugetlb_kib", "kernel: Private_Hugetlb (KiB)", kernel_hugetlb_kib()},
       {"preload_huge_allocs", "preload: requests to hugepool", atomic_load(&n_huge)},
       {"preload_fallbacks", "preload: fallbacks to glibc", atomic_load(&n_fallback)},
       {"preload_fallback_bytes", "preload: bytes fallen back", atomic_load(&bytes_fallback)},
-      {"preload_strict_failures", "preload: refused (strict)", atomic_load(&n_strict_failures)},
+      {"preload_strict_failures", "preload: large requests refused", atomic_load(&n_strict_failures)},
       {"small_heap_chunks", "small heap: 2 MB chunks", chunks},
       {"small_heap_bytes", "small heap: bytes in use", sh_bytes},
       {"small_heap_allocs", "small heap: allocations", sh_allocs},
@@ -73,8 +73,15 @@ static void preload_init(void) {
   size_t threshold = (size_t)option_get(HP_OPT_THRESHOLD);
   if (threshold == 0) threshold = 1;
   long long policy = option_get(HP_OPT_POLICY); /* the core runs fallback as strict */
-  policy_strict = policy == HUGEPOOL_POLICY_STRICT; /* the core prints its shortage message */
-  if (policy == HP_POLICY_FALLBACK) hp_quiet_shortage(true); /* we print one line of our own */
+  policy_strict = policy == HUGEPOOL_POLICY_STRICT;
+  if (policy_strict) /* the core prints its shortage message, with our alternative */
+    hp_shortage_advice =
+        "let glibc serve refused requests with hugepool-run --policy fallback (the preload's default), or fall "
+        "back to THP or 4 KB pages with HUGEPOOL_POLICY=thp|small";
+  if (policy == HP_POLICY_FALLBACK) {
+    hp_quiet_shortage(true); /* we print one line of our own */
+    hp_stats_policy_label = "fallback";
+  }
   hp_stats_extra = extra_stats;
   if (option_get(HP_OPT_SMALL_HEAP) && sh_init() == 0) atomic_store(&hpl_small_heap_on, true);
   atomic_store(&hpl_threshold, threshold);
@@ -92,13 +99,17 @@ static inline bool ready(void) {
   return atomic_load_explicit(&state, memory_order_acquire) == ST_READY;
 }
 
+/* One line per process: the first fallback.  Later large requests try the
+ * pool again first (pages may have been freed or reserved meanwhile); each
+ * one that falls back too is counted, not reported. */
 static void report_fallback(size_t size) {
   if (atomic_exchange(&shortage_reported, true)) return;
-  char line[320];
+  char line[512];
   int n = snprintf(line, sizeof(line),
-                   "hugepool-preload[%ld]: hugetlb pool short (%ld free 2 MB pages) for a %zu KiB request: this and "
-                   "later ones fall back to glibc malloc (counted in HUGEPOOL_STATS; HUGEPOOL_POLICY=strict "
-                   "fails instead)\n",
+                   "hugepool-preload[%ld]: hugetlb pool short (%ld free 2 MB pages) for a %zu KiB request: this "
+                   "request falls back to glibc malloc; later requests try the pool again first (each fallback is "
+                   "counted in the statistics, this line is printed once). Size the pool with 'hugepool doctor "
+                   "--need SIZE --ranks N' (MPI: UCX takes 3 pages per rank too); --policy strict fails instead\n",
                    (long)getpid(), hugepool_pool_free_pages(-1), size >> 10);
   if (n > 0) os_write_stderr(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
@@ -179,6 +190,55 @@ size_t hpl_usable_size(void *ptr) {
   return glibc_usable_size(ptr);
 }
 
+/* A hugepool buffer that stays at or above the threshold: the core moves
+ * page-table entries (growth) or gives pages back (shrink), no byte copied.
+ * If the pool cannot supply the added pages, the default policy moves the
+ * buffer to glibc, like an allocation the pool cannot cover. */
+static void *realloc_huge(void *ptr, size_t size) {
+  void *p = hugepool_realloc(ptr, size);
+  if (HPL_LIKELY(p != NULL) || errno != ENOMEM) return p;
+  if (policy_strict) {
+    atomic_fetch_add_explicit(&n_strict_failures, 1, memory_order_relaxed);
+    errno = ENOMEM;
+    return NULL; /* the old block stays valid */
+  }
+  size_t old = hugepool_usable_size(ptr);
+  void *fresh = __libc_malloc(size);
+  if (!fresh) return NULL;
+  report_fallback(size);
+  atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&bytes_fallback, size, memory_order_relaxed);
+  memcpy(fresh, ptr, old < size ? old : size);
+  hugepool_free(ptr);
+  return fresh;
+}
+
+/* A glibc block growing past the threshold moves onto hugetlb pages (one
+ * copy in its life); if the pool is short it stays with glibc, whose
+ * realloc grows large blocks with mremap: no copy there either. */
+static void *realloc_glibc_to_huge(void *ptr, size_t size) {
+  int saved = errno;
+  void *fresh = hugepool_alloc(size);
+  if (fresh) {
+    size_t old = glibc_usable_size(ptr);
+    memcpy(fresh, ptr, old < size ? old : size);
+    __libc_free(ptr);
+    atomic_fetch_add_explicit(&n_huge, 1, memory_order_relaxed);
+    errno = saved;
+    return fresh;
+  }
+  if (policy_strict) {
+    atomic_fetch_add_explicit(&n_strict_failures, 1, memory_order_relaxed);
+    errno = ENOMEM;
+    return NULL;
+  }
+  report_fallback(size);
+  atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&bytes_fallback, size, memory_order_relaxed);
+  errno = saved;
+  return __libc_realloc(ptr, size);
+}
+
 void *hpl_realloc(void *ptr, size_t size) {
   if (!ptr) return route(size, false);
   if (size == 0) { /* glibc frees and returns NULL */
@@ -191,29 +251,20 @@ void *hpl_realloc(void *ptr, size_t size) {
   switch (from) {
     case FROM_GLIBC:
       if (!want_huge) return __libc_realloc(ptr, size); /* glibc keeps its own (or small-heap mode: fine) */
-      old = glibc_usable_size(ptr);
+      return realloc_glibc_to_huge(ptr, size);
+    case FROM_HUGEPOOL:
+      if (want_huge) return realloc_huge(ptr, size);
+      old = hugepool_usable_size(ptr); /* below the threshold: off hugetlb pages */
       break;
-    case FROM_HUGEPOOL: {
-      old = hugepool_usable_size(ptr);
-      size_t page = hugepool_get_page_size();
-      if (want_huge && size <= old && old - size < page) return ptr; /* same number of pages */
-      break;
-    }
     case FROM_SMALL_HEAP:
     default:
       old = sh_usable_size(ptr);
       if (!want_huge && size <= old && size > old / 2) return ptr;
       break;
   }
-  size_t request = size;
-  if (from == FROM_HUGEPOOL && want_huge && size > old) {
-    /* Growing a hugepool buffer moves it: grow by at least a quarter so a
-     * buffer grown in small steps is copied O(log n) times, not O(n). */
-    size_t hint = old + old / 4;
-    if (hint > request) request = hint;
-  }
-  void *fresh = route(request, false);
-  if (!fresh && request != size) fresh = route(size, false);
+  /* Across the threshold (or between small-heap classes): a new block and
+   * one copy of at most the smaller side. */
+  void *fresh = route(size, false);
   if (!fresh) return NULL; /* the old block stays valid, errno = ENOMEM */
   memcpy(fresh, ptr, old < size ? old : size);
   hpl_free_slow(ptr);

@@ -32,9 +32,11 @@ extern "C" {
 #if defined(__GNUC__)
 #define HUGEPOOL_API __attribute__((visibility("default")))
 #define HUGEPOOL_MALLOC_LIKE __attribute__((malloc, warn_unused_result))
+#define HUGEPOOL_REALLOC_LIKE __attribute__((warn_unused_result))
 #else
 #define HUGEPOOL_API
 #define HUGEPOOL_MALLOC_LIKE
+#define HUGEPOOL_REALLOC_LIKE
 #endif
 
 /* What to do when the hugetlb pool cannot cover a request. */
@@ -72,6 +74,29 @@ HUGEPOOL_API HUGEPOOL_MALLOC_LIKE void *hugepool_alloc_on_node(size_t bytes, int
 /* As hugepool_alloc() but the buffer is zeroed (a fresh mapping is not touched
  * again; a reused one is cleared). */
 HUGEPOOL_API HUGEPOOL_MALLOC_LIKE void *hugepool_calloc(size_t count, size_t size);
+
+/* Resize a live buffer, keeping its contents up to the smaller of the two
+ * sizes, like realloc():
+ *  - growing maps only the pages added and moves page-table entries, never
+ *    bytes: the kernel reserves just the new pages (the pool needs
+ *    (new - old) free pages, not new), and address space kept after a grown
+ *    buffer lets later growth stay in place;
+ *  - shrinking gives the pages past the new size back to the pool now;
+ *  - a size needing the same number of pages returns `ptr` untouched.
+ * The buffer may move (the result is then a different address); it keeps
+ * its kind, NUMA node and alignment.  ptr == NULL is hugepool_alloc(bytes);
+ * bytes == 0 frees ptr and returns NULL with errno untouched (as glibc).
+ * On failure NULL is returned and the old buffer is left exactly as it was:
+ * errno = ENOMEM when the pool cannot supply the added pages (with policy
+ * thp or small, a growth the pool cannot cover is served by copying into a
+ * fallback buffer instead), EINVAL when ptr is not a live hugepool buffer,
+ * EBUSY when another thread is resizing the same buffer (a program error,
+ * like freeing it concurrently).  Resizing one buffer while other threads
+ * allocate, free or resize other buffers is safe; fork() waits for resizes
+ * in flight.  Each growth step adds one mapping (the kernel does not merge
+ * hugetlb mappings): a buffer grown N times takes N of the process's
+ * vm.max_map_count mappings until it is freed. */
+HUGEPOOL_API HUGEPOOL_REALLOC_LIKE void *hugepool_realloc(void *ptr, size_t bytes);
 
 /* Return a buffer to the cache (or release it).  NULL is ignored.  A pointer
  * hugepool does not own is reported on stderr and left alone.  errno is kept. */
@@ -128,14 +153,14 @@ typedef struct hugepool_stats {
   uint64_t cache_max_bytes;
   uint64_t fork_copies_huge; /* in a child: inherited buffers copied onto its own hugetlb pages */
   uint64_t fork_moves_small; /* in a child: inherited buffers moved to 4 KB pages (pool short) */
+  uint64_t realloc_grows;    /* hugepool_realloc() growths done by moving pages, no byte copied */
+  uint64_t realloc_shrinks;  /* hugepool_realloc() shrinks that gave pages back */
+  uint64_t realloc_copies;   /* hugepool_realloc() growths done by copying (pool short, fallback policy) */
 } hugepool_stats;
 
 HUGEPOOL_API void hugepool_get_stats(hugepool_stats *out);
 
-typedef enum hugepool_stats_format {
-  HUGEPOOL_STATS_TEXT = 0,
-  HUGEPOOL_STATS_JSON = 1
-} hugepool_stats_format;
+typedef enum hugepool_stats_format { HUGEPOOL_STATS_TEXT = 0, HUGEPOOL_STATS_JSON = 1 } hugepool_stats_format;
 
 /* Format the statistics into `buf` (always NUL-terminated when len > 0).
  * Returns the length the full text needs, like snprintf. */

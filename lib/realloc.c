@@ -1,0 +1,215 @@
+/* hugepool_realloc(): growth without copying.
+ *
+ * The rules this file keeps, and why:
+ *  1. Growth maps only the pages added, as a mapping of their own, reserved
+ *     (no MAP_NORESERVE): the kernel promises exactly (new - old) pages, so
+ *     a shortage is ENOMEM before anything has changed, and a pool with
+ *     exactly that many free pages is enough.  (Mapping the whole new size
+ *     and moving the old pages into its front reserves all `new` pages
+ *     while the old ones are still held: measured on Linux 6.18, that mmap
+ *     fails with ENOMEM when exactly (new - old) pages are free.)
+ *  2. The added pages then move into place with mremap(MREMAP_FIXED): page-
+ *     table entries move, bytes never do (hugetlb mremap: Linux 5.16).  The
+ *     place is address space kept right after the buffer (its headroom:
+ *     PROT_NONE, no memory, no pool page).  When the headroom is too short,
+ *     the buffer moves, mapping by mapping, to the front of a new range of
+ *     max(3 x new, new + 64 MiB): a buffer grown in small steps moves
+ *     O(log n) times, and its bytes never.
+ *  3. Shrinking turns the pages past the new end into headroom: they go back
+ *     to the pool at once, and the range stays ours for the next growth.
+ *  4. The block is marked as being resized for the whole operation, so a
+ *     concurrent free or resize of the same pointer (a program error) is
+ *     refused instead of acting on a half-moved mapping; fork() waits for
+ *     resizes in flight, so no child inherits a half-moved buffer.
+ *  5. A shortage the cache's pages could cover evicts them and tries once
+ *     more.  Then, with policy strict, the answer is NULL / ENOMEM and the old
+ *     buffer is untouched; with policy thp or small the contents are copied
+ *     into a new (fallback) buffer, as the policy allows for any allocation.
+ *
+ * The core is reached through live_begin_resize() / live_end_resize() (the
+ * registry of live blocks and the statistics), live_reclaim() (the cache),
+ * and the OS layer for every system call. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define HP_HEADROOM_MIN ((size_t)64 << 20)
+
+/* Readers: resizes in flight.  Writer: fork(), in its prepare handler.
+ * Writer-preferring, so a fork() waiting for resizes does not starve
+ * behind new ones; initialised statically, so it needs no ordering with the
+ * first resize (the atfork registration below is not a synchronisation). */
+static pthread_rwlock_t resize_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+static pthread_once_t resize_once = PTHREAD_ONCE_INIT;
+
+static void resizes_fork_prepare(void) { pthread_rwlock_wrlock(&resize_lock); }
+static void resizes_fork_done(void) { pthread_rwlock_unlock(&resize_lock); }
+
+static void init_once(void) {
+  /* The core registers its atfork handlers at its init; registering ours
+   * after them makes our prepare handler run first (prepare handlers run in
+   * reverse order): a resize in flight can still take the core's lock to
+   * finish while fork() waits for it. */
+  (void)hugepool_get_policy();
+  pthread_atfork(resizes_fork_prepare, resizes_fork_done, resizes_fork_done);
+}
+
+static bool is_huge(uint32_t kind) { return kind == HUGEPOOL_KIND_HUGE_2M || kind == HUGEPOOL_KIND_HUGE_1G; }
+
+/* The unit a block's size and address come in. */
+static size_t unit_of(uint32_t kind) { return kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : HP_2M; }
+
+static size_t round_up(size_t bytes, size_t unit) {
+  size_t r = (bytes + unit - 1) & ~(unit - 1);
+  return r < bytes ? 0 : r;
+}
+
+/* Maps `size` bytes like the block's own pages (kind, node), anywhere. */
+static void *map_like(size_t size, const hp_block *b) {
+  bool huge = is_huge(b->kind);
+  void *p = huge ? os_map_huge(size, unit_of(b->kind)) : os_map_anon(size, HP_2M, b->kind == HUGEPOOL_KIND_THP);
+  if (!p || b->node == HUGEPOOL_ANY_NODE) return p;
+  /* As at allocation: bound to the node and, for hugetlb, populated there,
+   * so a shortage on the node is ENOMEM now and not SIGBUS later. */
+  if (os_bind_node(p, size, b->node) != 0 || (huge && os_populate(p, size) != 0)) {
+    int err = errno;
+    os_unmap(p, size);
+    errno = (err == EFAULT || err == ENOMEM) ? ENOMEM : err;
+    return NULL;
+  }
+  return p;
+}
+
+/* Address space for a buffer of `size` bytes and room to grow. */
+static void *reserve_for(size_t size, size_t unit, size_t *span) {
+  size_t want = 0;
+  if (size <= SIZE_MAX / 4)
+    want = round_up(size * 3 > size + HP_HEADROOM_MIN ? size * 3 : size + HP_HEADROOM_MIN, unit);
+  void *region = want ? os_reserve(want, unit) : NULL;
+  if (!region) { /* RLIMIT_AS, say: no headroom then */
+    want = size;
+    region = os_reserve(want, unit);
+  }
+  *span = want;
+  return region;
+}
+
+/* Grows *b to new_size; on failure *b and its memory are as they were
+ * (its headroom possibly given up). */
+static int grow(hp_block *b, size_t new_size) {
+  size_t added = new_size - b->size;
+  void *fresh = map_like(added, b);
+  if (!fresh && errno == ENOMEM && is_huge(b->kind)) {
+    live_reclaim(b->kind, added); /* cached pages can make up the shortfall */
+    fresh = map_like(added, b);
+  }
+  if (!fresh) {
+    errno = ENOMEM;
+    return -1;
+  }
+  if (b->headroom >= added) {
+    char *end = (char *)b->addr + b->size;
+    if (os_move_mapping(fresh, added, end) != 0) {
+      int err = errno;
+      os_unmap(fresh, added);
+      b->headroom = 0; /* a kernel before 6.12 may have left a hole in it: give it up */
+      errno = err;
+      return -1;
+    }
+    b->size = new_size;
+    b->headroom -= added;
+    return 0;
+  }
+  /* Not enough room after the buffer: move it to a larger range.  The
+   * added pages go to their place first, so if the buffer cannot follow,
+   * dropping the new range undoes everything. */
+  size_t span = 0;
+  char *region = reserve_for(new_size, unit_of(b->kind), &span);
+  if (!region || os_move_mapping(fresh, added, region + b->size) != 0) {
+    int err = errno;
+    if (region) os_unmap(region, span);
+    os_unmap(fresh, added);
+    errno = err;
+    return -1;
+  }
+  if (os_move(b->addr, b->size, region) != 0) {
+    int err = errno;
+    os_unmap(region, span); /* with the added pages, now there */
+    errno = err;
+    return -1;
+  }
+  if (b->headroom) os_unmap((char *)b->addr + b->size, b->headroom);
+  b->addr = region;
+  b->size = new_size;
+  b->headroom = span - new_size;
+  return 0;
+}
+
+/* Gives the pages past new_size back; the range becomes headroom.  If the
+ * kernel refuses (no mapping left to split the buffer's with), the buffer
+ * keeps its pages: still large enough, nothing lost. */
+static bool shrink(hp_block *b, size_t new_size) {
+  size_t cut = b->size - new_size;
+  if (os_unmap_to_reserve((char *)b->addr + new_size, cut) != 0) return false;
+  b->headroom += cut;
+  b->size = new_size;
+  return true;
+}
+
+/* The pool is short and the policy allows a fallback: copy into a new
+ * buffer (which hugepool_alloc() puts on the fallback kind). */
+static void *grow_by_copy(void *ptr, size_t old_size, size_t bytes) {
+  void *fresh = hugepool_alloc(bytes);
+  if (!fresh) return NULL;
+  memcpy(fresh, ptr, old_size < bytes ? old_size : bytes);
+  live_count_copy();
+  hugepool_free(ptr);
+  return fresh;
+}
+
+void *hugepool_realloc(void *ptr, size_t bytes) {
+  if (!ptr) return hugepool_alloc(bytes);
+  if (bytes == 0) {
+    hugepool_free(ptr);
+    return NULL;
+  }
+  pthread_once(&resize_once, init_once);
+  int saved = errno;
+  pthread_rwlock_rdlock(&resize_lock);
+  hp_block was;
+  if (live_begin_resize(ptr, &was) != 0) {
+    int err = errno;
+    pthread_rwlock_unlock(&resize_lock);
+    hp_warn("hugepool_realloc(%p): %s", ptr,
+            err == EBUSY ? "another thread is resizing this buffer" : "not a live hugepool buffer");
+    errno = err;
+    return NULL;
+  }
+  hp_block now = was;
+  size_t new_size = round_up(bytes, unit_of(was.kind));
+  hp_resize_outcome outcome = HP_RESIZE_KEPT;
+  int err = 0;
+  if (new_size == 0) {
+    err = ENOMEM;
+    outcome = HP_RESIZE_FAILED;
+  } else if (new_size > was.size) {
+    if (grow(&now, new_size) == 0) {
+      outcome = HP_RESIZE_GROWN;
+    } else {
+      err = errno ? errno : ENOMEM;
+      outcome = HP_RESIZE_FAILED; /* `now` is `was`, less any headroom given up */
+    }
+  } else if (new_size < was.size && shrink(&now, new_size)) {
+    outcome = HP_RESIZE_SHRUNK;
+  }
+  if (!err) now.requested = bytes;
+  bool copy = err == ENOMEM && is_huge(was.kind) && hugepool_get_policy() != HUGEPOOL_POLICY_STRICT;
+  live_end_resize(&was, &now, copy ? HP_RESIZE_KEPT : outcome);
+  pthread_rwlock_unlock(&resize_lock);
+  if (copy) return grow_by_copy(ptr, was.size, bytes);
+  errno = err ? err : saved;
+  return err ? NULL : now.addr;
+}

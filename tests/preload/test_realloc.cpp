@@ -1,0 +1,137 @@
+// realloc under the preload: a hugepool buffer grows by moving page-table
+// entries (no copy, no new buffer per step), shrinks by giving pages back;
+// a shortage falls back per policy with the data kept.
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "common.hpp"
+
+namespace {
+
+constexpr size_t MiB = size_t{1} << 20;
+
+// Hugetlb kB the kernel counts in [p, p + n), over every mapping there.
+long long hugetlb_kb_in(const void *p, size_t n) {
+  const auto lo = reinterpret_cast<uintptr_t>(p), hi = lo + n;
+  std::istringstream in(kv::read_file("/proc/self/smaps"));
+  std::string line;
+  long long kb = 0, v = 0;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    unsigned long s = 0, e = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &s, &e) == 2 && line.find(':') > line.find(' ')) {
+      inside = e > lo && s < hi;
+      continue;
+    }
+    if (inside && (std::sscanf(line.c_str(), "Private_Hugetlb: %lld", &v) == 1 ||
+                   std::sscanf(line.c_str(), "Shared_Hugetlb: %lld", &v) == 1))
+      kb += v;
+  }
+  return kb;
+}
+
+// This process's hugetlb memory per the kernel (HugetlbPages, kB): other
+// processes on the machine cannot disturb it, unlike meminfo's counts.
+long long process_hugetlb_kb() {
+  std::istringstream in(kv::read_file("/proc/self/status"));
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("HugetlbPages:", 0) == 0) return std::stoll(line.substr(13));
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("realloc growth in 1 MB steps moves pages instead of copying them", "[default]") {
+  kv::PoolGuard pool(40);
+  const long long kb0 = process_hugetlb_kb();
+  auto *p = static_cast<char *>(malloc(MiB));
+  REQUIRE(p);
+  size_t size = MiB;
+  pl::fill(p, size, 9);
+  const long long maps0 = pl::counter("mmap calls");
+  for (size_t want = 2 * MiB; want <= 64 * MiB; want += MiB) {
+    auto *q = static_cast<char *>(realloc(p, want));
+    REQUIRE(q);
+    REQUIRE(pl::aligned(q, 2 * MiB));
+    pl::fill(q + size, want - size, static_cast<unsigned>(want >> 20));
+    p = q;
+    size = want;
+  }
+  CHECK(pl::check(p, MiB, 9));
+  for (size_t at = MiB; at < 64 * MiB; at += MiB) CHECK(pl::check(p + at, MiB, static_cast<unsigned>(at >> 20) + 1));
+  CHECK(hugetlb_kb_in(p, 64 * MiB) == 64 * 1024);
+  CHECK(process_hugetlb_kb() - kb0 == 32 * 2048);
+  // One mmap per added page and no buffer evicted or copied: the issue's
+  // symptom was a new buffer (and an eviction) at almost every step.
+  CHECK(pl::counter("mmap calls") - maps0 == 31);
+  CHECK(pl::counter("realloc: grown without copying") == 31);
+  CHECK(pl::counter("realloc: grown by copying") == 0);
+  CHECK(pl::counter("cache evictions") == 0);
+  CHECK(pl::counter("preload: requests to hugepool") == 1);
+
+  auto *s = static_cast<char *>(realloc(p, 5 * MiB)); /* shrink: pages back now */
+  CHECK(s == p);
+  CHECK(process_hugetlb_kb() - kb0 == 3 * 2048);
+  CHECK(pl::check(s, MiB, 9));
+  CHECK(malloc_usable_size(s) == 6 * MiB);
+  free(s);
+}
+
+TEST_CASE("realloc growth with the pool exactly full, then short: glibc takes over with the data", "[default]") {
+  kv::PoolGuard pool(6);
+  auto *p = static_cast<char *>(malloc(4 * MiB));
+  REQUIRE(p);
+  pl::fill(p, 4 * MiB, 4);
+  auto *q = static_cast<char *>(realloc(p, 12 * MiB)); /* needs exactly the 4 pages left */
+  REQUIRE(q);
+  CHECK(pl::check(q, 4 * MiB, 4));
+  memset(q + 4 * MiB, 1, 8 * MiB);
+  CHECK(hugetlb_kb_in(q, 12 * MiB) == 12 * 1024);
+  CHECK(kv::huge_free() == 0);
+  auto *r = static_cast<char *>(realloc(q, 20 * MiB)); /* the pool has no page left */
+  REQUIRE(r);
+  CHECK(pl::check(r, 4 * MiB, 4));
+  CHECK(pl::page_kb(r) == 4);
+  CHECK(pl::counter("preload: fallbacks to glibc") == 1);
+  auto trim = reinterpret_cast<size_t (*)()>(dlsym(RTLD_DEFAULT, "hugepool_trim"));
+  REQUIRE(trim);
+  CHECK(trim() == 12 * MiB);                           /* the old hugetlb buffer went to the cache, */
+  CHECK(kv::huge_free() == 6);                         /* and from there back to the pool */
+  auto *g = static_cast<char *>(realloc(r, 40 * MiB)); /* glibc's own now: stays there */
+  REQUIRE(g);
+  CHECK(pl::check(g, 4 * MiB, 4));
+  free(g);
+}
+
+TEST_CASE("realloc of a glibc block past the threshold with the pool empty stays with glibc", "[default]") {
+  kv::PoolGuard pool(0);
+  auto *p = static_cast<char *>(malloc(100000));
+  REQUIRE(p);
+  pl::fill(p, 100000, 6);
+  auto *q = static_cast<char *>(realloc(p, 8 * MiB));
+  REQUIRE(q);
+  CHECK(pl::check(q, 100000, 6));
+  CHECK(pl::page_kb(q) == 4);
+  CHECK(pl::counter("preload: fallbacks to glibc") == 1);
+  free(q);
+}
+
+TEST_CASE("strict: a growth the pool cannot cover fails with ENOMEM and the buffer intact", "[strict]") {
+  kv::PoolGuard pool(4);
+  auto *p = static_cast<char *>(malloc(6 * MiB));
+  REQUIRE(p);
+  pl::fill(p, 6 * MiB, 8);
+  auto *q = static_cast<char *>(realloc(p, 8 * MiB)); /* the last page */
+  REQUIRE(q);
+  errno = 0;
+  CHECK(realloc(q, 10 * MiB) == nullptr);
+  CHECK(errno == ENOMEM);
+  CHECK(pl::check(q, 6 * MiB, 8));
+  CHECK(malloc_usable_size(q) == 8 * MiB);
+  CHECK(pl::counter("preload: refused (strict)") == 1);
+  free(q);
+}

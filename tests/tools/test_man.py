@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""The man pages and --help agree: the same options for each program, every
+public function of hugepool.h in hugepool(3), every HUGEPOOL_* variable of
+the option table documented, and each page renders without a groff warning.
+
+    test_man.py MAN_DIR SOURCE_DIR HUGEPOOL HUGEPOOL_RUN HUGEPOOL_RESERVE"""
+import os
+import re
+import subprocess
+import sys
+
+MAN, SRC, HUGEPOOL, RUN, RESERVE = sys.argv[1:6]
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+OPT = re.compile(r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9-]*)")
+
+
+def help_options(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    text = p.stdout + p.stderr
+    return {o for o in OPT.findall(text)}, p.returncode
+
+
+def man_options(page):
+    text = open(os.path.join(MAN, page)).read().replace("\\-", "-")
+    m = re.search(r"^\.SH OPTIONS\n(.*?)(?=^\.SH )", text, re.S | re.M)
+    section = m.group(1) if m else ""
+    return set(re.findall(r"\\fB(--?[A-Za-z][A-Za-z0-9-]*)", section))
+
+
+def compare(name, cmd, page, ignore=()):
+    got, rc = help_options(cmd)
+    got -= set(ignore)
+    man = man_options(page) - set(ignore)
+    check(rc == 0, f"{name} --help exits 0")
+    check(got == man, f"{name}: --help and {page} list the same options"
+          + ("" if got == man else f" (only in --help: {sorted(got - man)}, only in the page: {sorted(man - got)})"))
+
+
+def main():
+    compare("hugepool-run", [RUN, "--help"], "hugepool-run.1")
+    compare("hugepool-reserve", [RESERVE, "--help"], "hugepool-reserve.8")
+    compare("hugepool doctor", [HUGEPOOL, "doctor", "--help"], "hugepool.1")
+    compare("hugepool-stats", [HUGEPOOL, "stats", "--help"], "hugepool-stats.1")
+
+    header = open(os.path.join(SRC, "include/hugepool/hugepool.h")).read()
+    funcs = set(re.findall(r"^HUGEPOOL_API\b.*?\b(hugepool_\w+)\(", header, re.M))
+    page3 = open(os.path.join(MAN, "hugepool.3")).read()
+    synopsis = re.search(r"^\.SH SYNOPSIS\n(.*?)(?=^\.SH )", page3, re.S | re.M).group(1)
+    documented = set(re.findall(r"\b(hugepool_\w+)\(", synopsis))
+    check(funcs and funcs == documented, "hugepool(3) lists every public function of hugepool.h, and only those"
+          + ("" if funcs == documented else f" (missing: {sorted(funcs - documented)}, extra: {sorted(documented - funcs)})"))
+    names = re.search(r"^\.SH NAME\n(.*?)(?=^\.SH )", page3, re.S | re.M).group(1)
+    check(all(f in names for f in funcs), "hugepool(3) NAME names every function (so man finds the page by each)")
+
+    table = os.path.join(SRC, "lib/option-table.c")
+    options = open(table if os.path.exists(table) else os.path.join(SRC, "lib/options.c")).read()
+    env = set(re.findall(r'\("(HUGEPOOL_[A-Z_]+)"|\{"(HUGEPOOL_[A-Z_]+)"', options))
+    env = {a or b for a, b in env}
+    pages = "".join(open(os.path.join(MAN, p)).read() for p in ("hugepool.3", "hugepool-run.1")).replace("\\-", "-")
+    missing = sorted(v for v in env if v not in pages.replace("\\fB", "").replace("\\fR", ""))
+    check(env and not missing, f"every HUGEPOOL_* variable of the option table is documented ({len(env)}; missing {missing})")
+
+    for page in sorted(os.listdir(MAN)):
+        p = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", os.path.join(MAN, page)], capture_output=True,
+                           text=True)
+        check(p.returncode == 0 and not p.stderr.strip(), f"{page} renders without groff warnings {p.stderr.strip()[:200]}")
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

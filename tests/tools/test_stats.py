@@ -1,0 +1,118 @@
+#!/usr/bin/python3
+"""hugepool stats / hugepool-stats on the files of a real job:
+mpiexec -n 4 hugepool-run -o 'DIR/hp.%r' -- an MPI program that mallocs its
+message buffers, with a pool that fits, an empty one and one too small.
+
+    test_stats.py HUGEPOOL HUGEPOOL_RUN MPI_PROGRAM WITH_POOL
+
+The merged numbers are checked against the per-rank files read here, and
+the peak pool use against the pool the job was given (the kernel's limit)."""
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HUGEPOOL, RUN, PROG, WITH_POOL = (os.path.abspath(a) for a in sys.argv[1:5])
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def job(work, pool_pages, fmt="json", extra=()):
+    for f in os.listdir(work):
+        os.unlink(os.path.join(work, f))
+    cmd = [WITH_POOL, str(pool_pages), "mpiexec", "-n", "4", RUN, f"--stats={fmt}", "-o",
+           os.path.join(work, "hp.%r"), *extra, "--", PROG]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if p.returncode == 77:
+        print("skip: " + p.stderr.strip())
+        sys.exit(77)
+    check(p.returncode == 0, f"job with {pool_pages} pool pages ran" + ("" if p.returncode == 0 else p.stderr[-500:]))
+    return sorted(os.path.join(work, f) for f in os.listdir(work))
+
+
+def merged(files, *args):
+    p = subprocess.run([HUGEPOOL, "stats", "--json", *args, *files], capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"hugepool stats exits 0 ({p.stderr.strip()[:300]})")
+    return json.loads(p.stdout) if p.returncode == 0 else {}
+
+
+def per_rank(files):
+    recs = {}
+    for f in files:
+        recs[int(f.rsplit(".", 1)[1])] = json.loads(open(f).read())
+    return recs
+
+
+def main():
+    if subprocess.run(["sh", "-c", "command -v mpiexec"], capture_output=True).returncode != 0:
+        print("skip: no mpiexec")
+        return 77
+    work = tempfile.mkdtemp(prefix="hp-stats-")
+    try:
+        # A pool that fits every rank's buffers (4 ranks x 2 x 16 MiB, cached).
+        files = job(work, 160)
+        check(len(files) == 4, f"one file per rank ({len(files)})")
+        recs = per_rank(files)
+        rep = merged(files)
+        check(rep.get("ranks") == 4, "4 ranks merged")
+        for key in ("allocs", "cache_hits", "bytes_mapped_peak"):
+            vals = [recs[r][key] for r in sorted(recs)]
+            c = rep.get("counters", {}).get(key, {})
+            check(c.get("min") == min(vals) and c.get("max") == max(vals) and c.get("median") == statistics.median(vals),
+                  f"{key}: min/median/max over ranks {vals}")
+        peak = sum((recs[r]["bytes_mapped_peak"] + (2 << 20) - 1) // (2 << 20) for r in recs)
+        check(rep.get("pool_pages_at_peak") == peak and 0 < peak <= 160,
+              f"pool pages at peak {rep.get('pool_pages_at_peak')} = sum of per-rank peaks, within the 160-page pool")
+        kernel = sum(recs[r]["kernel_private_hugetlb_kib"] for r in recs) // 2048
+        check(kernel <= peak, f"the kernel's hugetlb pages at exit ({kernel}) are within the peak ({peak})")
+        check(rep.get("ranks_fell_back") == [] and rep.get("ranks_failed") == [], "no rank fell back or failed")
+
+        # The text format merges to the same report.
+        tfiles = job(work, 160, fmt="text")
+        trep = merged(tfiles)
+        check(trep.get("ranks") == 4 and trep["counters"]["allocs"]["max"] == rep["counters"]["allocs"]["max"],
+              "text statistics files merge like JSON ones")
+        txt = subprocess.run([HUGEPOOL + "-stats", *tfiles], capture_output=True, text=True).stdout
+        check("pool pages at peak" in txt and "allocs" in txt, "hugepool-stats prints a text report")
+
+        # An empty pool: every rank falls back, and the report names them.
+        files = job(work, 0)
+        rep = merged(files)
+        check(rep.get("ranks_fell_back") == [0, 1, 2, 3], f"empty pool: all ranks fell back ({rep.get('ranks_fell_back')})")
+
+        # A pool too small for all: the ranks named are exactly those whose files show fallbacks.
+        files = job(work, 20)
+        recs = per_rank(files)
+        want = sorted(r for r in recs if recs[r].get("preload_fallbacks", 0) > 0)
+        png = os.path.join(work, "peak.png")
+        rep = merged(files, "--png", png)
+        check(want and rep.get("ranks_fell_back") == want, f"small pool: fallen-back ranks {want} named")
+        check(rep.get("pool_pages_at_peak", 999) <= 20, "small pool: peak within the 20 pages given")
+        with open(png, "rb") as f:
+            check(f.read(8) == b"\x89PNG\r\n\x1a\n", "--png writes a PNG")
+
+        # Files of processes that made no hugepool allocation are ignored.
+        empty = os.path.join(work, "hp.norank")
+        open(empty, "w").close()
+        rep = merged(files + [empty])
+        check(rep.get("ranks") == 4 and rep.get("ignored_files") == [empty], "an empty statistics file is ignored")
+        bad = os.path.join(work, "garbage")
+        open(bad, "w").write("not statistics\n")
+        p = subprocess.run([HUGEPOOL + "-stats", bad], capture_output=True, text=True)
+        check(p.returncode == 1 and "not a hugepool statistics file" in p.stderr, "a foreign file: clear error")
+    finally:
+        shutil.rmtree(work)
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
