@@ -30,12 +30,19 @@ chmod 0660 "$top/group-only/victim"
 # Control: without the setgid bit the variables are honoured.
 mkdir "$top/open"
 chmod 0777 "$top/open"
-"${NOBODY[@]}" env HUGEPOOL_STATS=json HUGEPOOL_STATS_FILE="$top/open/stats.json" "$top/probe" 2097152 0 >/dev/null 2>&1
-grep -q '"allocs": 0' "$top/open/stats.json" 2>/dev/null && ok "plain program writes HUGEPOOL_STATS_FILE" ||
+# (One allocation, on 4 KB pages under policy small: a process that made
+# none writes no statistics file.)
+"${NOBODY[@]}" env HUGEPOOL_STATS=json HUGEPOOL_STATS_FILE="$top/open/stats.json" HUGEPOOL_POLICY=small \
+  "$top/probe" 2097152 1 >/dev/null 2>&1
+grep -q '"allocs": 1' "$top/open/stats.json" 2>/dev/null && ok "plain program writes HUGEPOOL_STATS_FILE" ||
   ko "plain program writes HUGEPOOL_STATS_FILE"
 
 # The setgid program, run by nobody, must neither write the group's file
 # nor honour any other HUGEPOOL_* variable.
+# One allocation request: counted (allocs or, with no pool page, failures), so
+# an honoured HUGEPOOL_STATS_FILE would be written.
+"${NOBODY[@]}" env HUGEPOOL_STATS=1 HUGEPOOL_STATS_FILE="$top/group-only/victim" HUGEPOOL_POLICY=small \
+  "$top/probe-setgid" 2097152 1 >/dev/null 2>&1
 out=$("${NOBODY[@]}" env HUGEPOOL_STATS=1 HUGEPOOL_STATS_FILE="$top/group-only/victim" HUGEPOOL_POLICY=small \
   HUGEPOOL_CACHE_SLOTS=7 "$top/probe-setgid" 2097152 0 2>&1)
 [ "$(cat "$top/group-only/victim")" = precious ] && ok "setgid program leaves the group's file alone" ||
@@ -49,7 +56,7 @@ grep -q "hugepool statistics" <<<"$out" && ko "setgid program printed statistics
 # Never through a symlink, privileged or not.
 echo keep >"$top/open/target"
 ln -s "$top/open/target" "$top/open/link"
-out=$(env HUGEPOOL_STATS=1 HUGEPOOL_STATS_FILE="$top/open/link" "$top/probe" 2097152 0 2>&1)
+out=$(env HUGEPOOL_STATS=1 HUGEPOOL_STATS_FILE="$top/open/link" HUGEPOOL_POLICY=small "$top/probe" 2097152 1 2>&1)
 [ "$(cat "$top/open/target")" = keep ] && ok "a symlinked statistics file is not followed" ||
   ko "a symlinked statistics file was followed"
 grep -q "cannot write statistics to $top/open/link" <<<"$out" && grep -q "hugepool statistics" <<<"$out" &&
