@@ -42,6 +42,26 @@ HP_INTERNAL bool os_node_has_memory(int node);
 HP_INTERNAL long os_pool_available(size_t page_size, int node);
 HP_INTERNAL long os_pool_total(size_t page_size, int node);
 HP_INTERNAL void os_write_stderr(const char *text, size_t len);
+/* Node-shared segments (segment.c).  -1 and errno on failure. */
+typedef struct os_file_info {
+  bool is_hugetlb; /* a regular file on a hugetlbfs (memfd or mount) */
+  long uid;
+  unsigned mode;
+  uint64_t ino, dev, size;
+  size_t page_size;
+} os_file_info;
+/* A nameless hugetlb file: a memfd (dir NULL) or an O_TMPFILE in dir. */
+HP_INTERNAL int os_huge_file(size_t page_size, const char *dir);
+/* Sizes the file and seals it against resizing where it can be sealed. */
+HP_INTERNAL int os_huge_file_size(int fd, size_t size);
+HP_INTERNAL void *os_map_shared(int fd, size_t size);
+/* A descriptor for descriptor `fd` of process `pid` (same user only). */
+HP_INTERNAL int os_peer_fd(long pid, int fd);
+HP_INTERNAL int os_huge_file_info(int fd, os_file_info *out);
+HP_INTERNAL int os_find_hugetlbfs(size_t page_size, char *buf, size_t len);
+HP_INTERNAL void os_close(int fd);
+HP_INTERNAL long os_euid(void);
+HP_INTERNAL long os_pid(void);
 
 /* ---- options (options.c) --------------------------------------------- */
 typedef enum hp_option_id {
