@@ -1,8 +1,7 @@
 /* libhugepool_mpi_preload.so: MPI entry points for unmodified MPI programs,
- * loaded by hugepool-run after libhugepool_preload.so, and only into
- * programs that link an MPI library (so a program without MPI never sees
- * these symbols).  It links neither MPI nor hugepool: PMPI_* come from the
- * program's MPI library, hugepool_* from libhugepool_preload.so.
+ * loaded after libhugepool_preload.so (LD_PRELOAD=this hugepool-run ...:
+ * hugepool-run puts the interposer first), and only where asked for.  It links neither MPI nor hugepool: PMPI_* come
+ * from the program's MPI library, hugepool_* from libhugepool_preload.so.
  *
  *  - MPI_Alloc_mem / MPI_Free_mem: every request is a hugepool buffer (whole
  *    huge pages, from the cache).  A pool shortage falls back to MPI's own

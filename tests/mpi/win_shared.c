@@ -1,6 +1,6 @@
 /* An MPI-3 program written against MPI_Alloc_mem and MPI_Win_allocate_shared,
  * knowing nothing of hugepool: the tests run it as is, under hugepool-run
- * and under hugepool-run --mpi-win-shared, and compare what it computes.
+ * and with HUGEPOOL_MPI_WIN_SHARED=1, and compare what it computes.
  * Lines "rank R result ..." must be the same in every run; lines
  * "rank R pages ..." say what the kernel shows behind its memory. */
 #include <mpi.h>
