@@ -23,8 +23,14 @@ static long read_number(const char *path, const char *key) {
   long v = -1;
   size_t klen = key ? strlen(key) : 0;
   while (fgets(line, sizeof(line), f)) {
-    if (!key) { v = strtol(line, NULL, 10); break; }
-    if (strncmp(line, key, klen) == 0 && line[klen] == ':') { v = strtol(line + klen + 1, NULL, 10); break; }
+    if (!key) {
+      v = strtol(line, NULL, 10);
+      break;
+    }
+    if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
+      v = strtol(line + klen + 1, NULL, 10);
+      break;
+    }
   }
   (void)fclose(f); /* read-only */
   return v;
@@ -50,8 +56,8 @@ static void show_smaps(const void *p) {
       if (inside) printf("    mapping %s", line);
       continue;
     }
-    if (inside && (!strncmp(line, "KernelPageSize", 14) || !strncmp(line, "Private_Hugetlb", 15) ||
-                   !strncmp(line, "Size:", 5)))
+    if (inside &&
+        (!strncmp(line, "KernelPageSize", 14) || !strncmp(line, "Private_Hugetlb", 15) || !strncmp(line, "Size:", 5)))
       printf("    %s", line);
   }
   (void)fclose(f); /* read-only */
@@ -70,7 +76,7 @@ int main(void) {
   char *buf = hugepool_alloc(BUF_BYTES);
   if (!buf) {
     (void)fprintf(stderr, "hugepool-demo: allocation failed: %s (run as root, or reserve %d pages)\n", strerror(errno),
-            PAGES_NEEDED);
+                  PAGES_NEEDED);
     if (grew) write_number(kPool, old_total);
     return 1;
   }
