@@ -20,8 +20,9 @@ namespace {
 int g_rank = 0, g_size = 1;
 std::string g_tls;
 
-// The buffer kinds compared: Page::memalign, Page::huge2m ("hugetlb"),
-// Page::hugepool (common.hpp's buf_alloc).
+// The buffer kinds compared (common.hpp's buf_alloc): Page::memalign,
+// Page::huge2m ("hugetlb") and Page::hugepool.
+
 // Every rank must agree that the allocation worked.
 bool all_ok(bool ok) {
   int mine = ok ? 1 : 0, all = 0;
