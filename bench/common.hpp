@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "size.h" // lib/size.c, the project's one size parser
+
 #ifdef HUGEPOOL_BENCH_HAVE_LIB
 #include <hugepool/hugepool.h>
 #endif
@@ -132,19 +134,11 @@ inline void skip(const std::string &bench, const std::string &what, const std::s
 }
 
 // ---------------------------------------------------------------- arguments
+// Sizes through the project's one size parser (lib/size.c): "64M", "2G", "4096".
 inline size_t parse_size(const std::string &s) {
-  char *end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || v < 0) die("bad size: " + s);
-  size_t mult = 1;
-  switch (*end) {
-    case 'k': case 'K': mult = kKB; break;
-    case 'm': case 'M': mult = kMB; break;
-    case 'g': case 'G': mult = kGB; break;
-    case '\0': break;
-    default: die("bad size: " + s);
-  }
-  return static_cast<size_t>(v * static_cast<double>(mult));
+  unsigned long long v = 0;
+  if (hp_parse_size(s.c_str(), &v) != 0 || v > SIZE_MAX) die("bad size: " + s);
+  return static_cast<size_t>(v);
 }
 
 inline std::vector<std::string> split(const std::string &s, char sep = ',') {

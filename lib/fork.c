@@ -26,9 +26,7 @@
  * child when the free pool could not cover a full copy of what it inherited. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "internal.h"
 
@@ -62,29 +60,22 @@ static void any_huge(hp_block *b, void *arg) {
 void fork_prepare(void) {
   bool live_huge = false;
   if (option_get(HP_OPT_FORK) == HP_FORK_COPY) registry_walk(any_huge, &live_huge);
-  if (!live_huge || pipe2(handshake, O_CLOEXEC) != 0) handshake[0] = handshake[1] = -1;
+  if (!live_huge || os_pipe(handshake) != 0) handshake[0] = handshake[1] = -1;
 }
 
 void fork_parent_wait(void) {
   if (handshake[0] < 0) return;
-  close(handshake[1]);
-  char done;
-  ssize_t n;
-  do {
-    n = read(handshake[0], &done, 1); /* a byte, or EOF if the child died */
-  } while (n < 0 && errno == EINTR);
-  close(handshake[0]);
+  os_close(handshake[1]);
+  (void)os_pipe_read_byte(handshake[0]); /* a byte, or EOF if the child died */
+  os_close(handshake[0]);
   handshake[0] = handshake[1] = -1;
 }
 
 static void child_done(void) {
   if (handshake[0] < 0) return;
-  ssize_t n;
-  do {
-    n = write(handshake[1], "", 1);
-  } while (n < 0 && errno == EINTR);
-  close(handshake[0]);
-  close(handshake[1]);
+  (void)os_write_all(handshake[1], "", 1); /* a parent gone is no error here */
+  os_close(handshake[0]);
+  os_close(handshake[1]);
   handshake[0] = handshake[1] = -1;
 }
 

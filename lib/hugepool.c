@@ -78,7 +78,9 @@ static void atfork_child(void) {
 static void init_once(void) {
   options_init();
   os_nodes_init();
-  atomic_store(&hp_policy, (int)option_get(HP_OPT_POLICY));
+  long long policy = option_get(HP_OPT_POLICY);
+  /* fallback (the preload's): the core refuses, the preload serves from glibc */
+  atomic_store(&hp_policy, policy == HP_POLICY_FALLBACK ? HUGEPOOL_POLICY_STRICT : (int)policy);
   size_t page = (size_t)option_get(HP_OPT_PAGE_SIZE);
   if (!os_page_size_supported(page)) {
     hp_warn("HUGEPOOL_PAGE_SIZE=%zuM: this kernel has no such huge page size; using 2M", page >> 20);

@@ -1,6 +1,8 @@
-/* The OS layer: every mmap / munmap / madvise / mbind hugepool makes, and
- * the reads of the kernel's pool state.  Nothing here calls malloc, so the
- * preload interposer can use it from inside malloc. */
+/* The OS layer: every mmap / munmap / madvise / mbind hugepool makes, every
+ * file it reads or writes (the kernel's pool state, /proc, the statistics
+ * file, stderr) and the fork handshake's pipe.  The contract of every
+ * function is stated once, in internal.h.  Nothing here calls malloc, so
+ * the preload interposer can use it from inside malloc. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -14,17 +16,12 @@
 
 #include "internal.h"
 
-#ifndef MAP_HUGE_SHIFT
-#define MAP_HUGE_SHIFT 26
-#endif
+/* glibc defines MAP_HUGE_SHIFT and MADV_POPULATE_WRITE (2.35+), not these. */
 #ifndef MAP_HUGE_2MB
 #define MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
 #endif
 #ifndef MAP_HUGE_1GB
 #define MAP_HUGE_1GB (30 << MAP_HUGE_SHIFT)
-#endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
 #endif
 
 void *os_map_huge(size_t size, size_t page_size) {
@@ -87,6 +84,12 @@ void *os_map_meta(size_t size) {
   return p == MAP_FAILED ? NULL : p;
 }
 
+void *os_map_sparse(size_t size) {
+  /* MAP_NORESERVE: only the pages touched count against the commit limit. */
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
 void os_unmap_meta(void *addr, size_t size) { munmap(addr, size); }
 
 static const char *const kSysfsPool = "/sys/kernel/mm/hugepages/hugepages-";
@@ -102,26 +105,41 @@ static size_t pool_dir(char *buf, size_t len, size_t page_size, int node, const 
   return n < 0 || (size_t)n >= len ? 0 : (size_t)n;
 }
 
-/* Reads a small text file into buf; -1 on error.  No stdio, no malloc. */
-static ssize_t read_small(const char *path, char *buf, size_t len) {
+ssize_t os_read_file(const char *path, char *buf, size_t len) {
+  if (len == 0) {
+    errno = EINVAL;
+    return -1;
+  }
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
-  ssize_t n;
-  do {
-    n = read(fd, buf, len - 1);
-  } while (n < 0 && errno == EINTR);
+  size_t done = 0;
+  while (done < len - 1) {
+    ssize_t n = read(fd, buf + done, len - 1 - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      close(fd);
+      errno = err;
+      return -1;
+    }
+    if (n == 0) break;
+    done += (size_t)n;
+  }
   close(fd);
-  if (n < 0) return -1;
-  buf[n] = '\0';
-  return n;
+  buf[done] = '\0';
+  return (ssize_t)done;
 }
 
 static long read_long(const char *path) {
   char buf[64];
-  if (read_small(path, buf, sizeof(buf)) < 0) return -1;
+  if (os_read_file(path, buf, sizeof(buf)) < 0) return -1;
   char *end = NULL;
   long v = strtol(buf, &end, 10);
-  return end == buf ? -1 : v;
+  if (end == buf || v < 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  return v;
 }
 
 long os_pool_available(size_t page_size, int node) {
@@ -153,7 +171,7 @@ static unsigned long nodes_with_memory[HP_MAX_NODES / (8 * sizeof(unsigned long)
 
 void os_nodes_init(void) {
   char buf[512];
-  if (read_small("/sys/devices/system/node/has_memory", buf, sizeof(buf)) < 0) return;
+  if (os_read_file("/sys/devices/system/node/has_memory", buf, sizeof(buf)) < 0) return;
   const char *p = buf;
   while (*p >= '0' && *p <= '9') {
     char *end = NULL;
@@ -172,14 +190,49 @@ bool os_node_has_memory(int node) {
           ((unsigned)node % (8 * sizeof(unsigned long)))) & 1UL;
 }
 
-void os_write_stderr(const char *text, size_t len) {
+int os_write_all(int fd, const void *data, size_t len) {
+  const char *p = data;
   while (len > 0) {
-    ssize_t n = write(STDERR_FILENO, text, len);
+    ssize_t n = write(fd, p, len);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    text += n;
+    if (n < 0) return -1;
+    if (n == 0) {
+      errno = EIO;
+      return -1;
+    }
+    p += n;
     len -= (size_t)n;
   }
+  return 0;
+}
+
+void os_write_stderr(const char *text, size_t len) { (void)os_write_all(STDERR_FILENO, text, len); }
+
+int os_write_file(const char *path, const char *data, size_t len) {
+  /* O_NOFOLLOW: a symlink planted at the path is refused, never written
+   * through (the path may come from the environment). */
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return -1;
+  int rc = os_write_all(fd, data, len);
+  int err = errno;
+  if (close(fd) != 0 && rc == 0) return -1;
+  errno = err;
+  return rc;
+}
+
+int os_pipe(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+int os_pipe_read_byte(int fd) {
+  char byte;
+  ssize_t n;
+  do {
+    n = read(fd, &byte, 1);
+  } while (n < 0 && errno == EINTR);
+  return n < 0 ? -1 : (int)n;
+}
+
+void os_close(int fd) {
+  if (fd >= 0) (void)close(fd); /* on Linux the descriptor is gone even when close fails */
 }
 
 int os_move_to_small(void *addr, size_t size, size_t page_size) {

@@ -2,8 +2,8 @@
  * JSON, and printed at exit on request (HUGEPOOL_STATS, HUGEPOOL_STATS_FILE). */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +50,21 @@ void stats_unmapped(size_t bytes) {
   X(cache_max_bytes, "cache byte limit")                       \
   X(fork_copies_huge, "fork: buffers copied (hugetlb)")        \
   X(fork_moves_small, "fork: buffers moved to 4 KB pages")
+
+/* Every field of hugepool_stats is in HP_STAT_FIELDS, in order, and
+ * nothing else: a counter added to the struct but not to the list (or the
+ * other way round) does not compile. */
+#define HP_MIRROR(field, label) uint64_t field;
+typedef struct stats_printed {
+  HP_STAT_FIELDS(HP_MIRROR)
+} stats_printed;
+#undef HP_MIRROR
+_Static_assert(sizeof(stats_printed) == sizeof(hugepool_stats), "every field of hugepool_stats must be printed");
+#define HP_SAME_PLACE(field, label)                                                 \
+  _Static_assert(offsetof(stats_printed, field) == offsetof(hugepool_stats, field), \
+                 "HP_STAT_FIELDS must list the fields of hugepool_stats in order");
+HP_STAT_FIELDS(HP_SAME_PLACE)
+#undef HP_SAME_PLACE
 
 typedef struct {
   char *buf;
@@ -164,17 +179,8 @@ void stats_print_at_exit(void) {
     os_write_stderr(text, len);
     return;
   }
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
+  if (os_write_file(path, text, len) != 0) {
     hp_warn("cannot write statistics to %s: %s; printing them here", path, strerror(errno));
     os_write_stderr(text, len);
-    return;
   }
-  for (size_t done = 0; done < len;) {
-    ssize_t w = write(fd, text + done, len - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    done += (size_t)w;
-  }
-  close(fd);
 }

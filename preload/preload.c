@@ -4,12 +4,10 @@
  * the preload's counters, and start-up without recursion. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "internal.h" /* the core's option table, hooks and diagnostics */
@@ -24,7 +22,9 @@ static atomic_int state = ST_NEW;
  * (pthread_atfork's table, say) goes straight to glibc. */
 static __thread int in_init __attribute__((tls_model("initial-exec")));
 
-/* Shortage policy: fall back to glibc (default) or fail (strict). */
+/* Shortage policy, from HUGEPOOL_POLICY: fallback (the preload's default)
+ * gives a refused large request to glibc; strict fails it; thp and small
+ * let the core fall back, and glibc serves what the core still refuses. */
 static bool policy_strict;
 static atomic_bool shortage_reported;
 
@@ -37,12 +37,7 @@ static _Atomic uint64_t n_strict_failures; /* large requests refused (strict) */
  * (Private_Hugetlb in /proc/self/smaps_rollup; cached buffers included). */
 static uint64_t kernel_hugetlb_kib(void) {
   char buf[2048];
-  int fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
+  if (os_read_file("/proc/self/smaps_rollup", buf, sizeof(buf)) <= 0) return 0;
   const char *line = strstr(buf, "Private_Hugetlb:");
   return line ? strtoull(line + strlen("Private_Hugetlb:"), NULL, 10) : 0;
 }
@@ -73,18 +68,13 @@ static void preload_init(void) {
   int expected = ST_NEW;
   if (!atomic_compare_exchange_strong(&state, &expected, ST_INITIALISING)) return;
   in_init = 1;
+  options_use_preload_defaults();
   (void)hugepool_get_policy(); /* runs the core's init: options, atfork */
   size_t threshold = (size_t)option_get(HP_OPT_THRESHOLD);
   if (threshold == 0) threshold = 1;
-  const char *policy = getenv("HUGEPOOL_POLICY");
-  if (policy && strcasecmp(policy, "strict") == 0) {
-    policy_strict = true; /* the core prints its shortage message */
-  } else if (policy && (strcasecmp(policy, "thp") == 0 || strcasecmp(policy, "small") == 0)) {
-    /* The core falls back to its own THP / 4 KB mappings. */
-  } else {
-    hugepool_set_policy(HUGEPOOL_POLICY_STRICT);
-    hp_quiet_shortage(true); /* we print one line of our own */
-  }
+  long long policy = option_get(HP_OPT_POLICY); /* the core runs fallback as strict */
+  policy_strict = policy == HUGEPOOL_POLICY_STRICT; /* the core prints its shortage message */
+  if (policy == HP_POLICY_FALLBACK) hp_quiet_shortage(true); /* we print one line of our own */
   hp_stats_extra = extra_stats;
   if (option_get(HP_OPT_SMALL_HEAP) && sh_init() == 0) atomic_store(&hpl_small_heap_on, true);
   atomic_store(&hpl_threshold, threshold);

@@ -22,7 +22,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "internal.h"
@@ -39,7 +38,7 @@ typedef struct run {
   void *free_list;         /* freed objects, linked through their first word */
   uint32_t bump;           /* objects never handed out start here (offset) */
   uint16_t used, capacity; /* live objects, objects the run can hold */
-  uint8_t cls, units, head, in_use;
+  uint8_t cls, units, head;
 } run;
 
 typedef struct chunk {
@@ -99,8 +98,8 @@ static void unlock_after(void) {
 
 int sh_init(void) {
   size_t bytes = ((size_t)1 << (ADDR_BITS - 21)) / 8;
-  void *bits = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (bits == MAP_FAILED) return -1;
+  void *bits = os_map_sparse(bytes);
+  if (!bits) return -1;
   owner_bits = bits;
   for (size_t i = 0; i < N_CLASSES; i++) pthread_mutex_init(&classes[i].lock, NULL);
   pthread_atfork(lock_prepare, unlock_after, unlock_after);
@@ -203,7 +202,6 @@ static run *new_run(size_t cls) {
   r->capacity = (uint16_t)(units * UNIT / size);
   r->cls = (uint8_t)cls;
   r->units = (uint8_t)units;
-  r->in_use = 1;
   list_push(&classes[cls].partial, r);
   return r;
 }
@@ -258,7 +256,6 @@ void sh_free(void *ptr) {
     if (!was_full) list_remove(&k->partial, r);
     chunk *c = chunk_of(ptr);
     size_t at = (size_t)(r - c->runs);
-    r->in_use = 0;
     pthread_mutex_lock(&chunk_lock);
     for (size_t i = 0; i < r->units; i++) c->free_units |= 1u << (at + i);
     pthread_mutex_unlock(&chunk_lock);

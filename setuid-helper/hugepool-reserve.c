@@ -4,6 +4,15 @@
  *
  *   hugepool-reserve PAGES [--node N] [--size 2M|1G]
  *   hugepool-reserve --status | --release | --help
+ *
+ * Rules kept, before anything else is done:
+ *  1. argc == 0 (or argv[0] == "") is a usage error.
+ *  2. Descriptors 0-2 are open (on /dev/null if they were closed), every
+ *     other inherited descriptor is closed.
+ *  3. The environment is cleared; nothing is taken from it.
+ *  4. Every signal but SIGKILL and SIGSTOP is blocked; umask 077; cwd /.
+ *  5. The caller's identity is the real uid/gid and groups, never argv.
+ *  6. Nothing is run: no exec, no shell, no fork.
  */
 #define _GNU_SOURCE /* close_range */
 #include <dirent.h>
@@ -86,7 +95,7 @@ int main(int argc, char *argv[]) {
   struct reserve_caller who;
   sigset_t all;
   const char *perr;
-  char msg[2048], what[128];
+  char msg[2048], what[128], node[16];
   int rc, ng;
 
   /* With argc == 0, argv[1] would be the first environment string. */
@@ -131,10 +140,9 @@ int main(int argc, char *argv[]) {
   }
   who.ngroups = ng;
 
-  if (rq.action == ACT_GRANT && rq.node < 0)
-    snprintf(what, sizeof what, "action=grant size=%ukB node=any request=%llu granted=0", rq.size_kb, rq.pages);
-  else if (rq.action == ACT_GRANT)
-    snprintf(what, sizeof what, "action=grant size=%ukB node=%d request=%llu granted=0", rq.size_kb, rq.node, rq.pages);
+  reserve_node_name(node, sizeof node, rq.node);
+  if (rq.action == ACT_GRANT)
+    snprintf(what, sizeof what, "action=grant size=%ukB node=%s request=%llu granted=0", rq.size_kb, node, rq.pages);
   else
     snprintf(what, sizeof what, "action=%s", rq.action == ACT_STATUS ? "status" : "release");
   if (reserve_load_config(&conf, msg, sizeof msg) != 0 || reserve_authorize(&conf, &who, msg, sizeof msg) != 0) {

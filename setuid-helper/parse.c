@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "reserve.h"
+#include "size.h"
 
 int reserve_parse_count(const char *s, unsigned long long max, unsigned long long *out) {
   unsigned long long v = 0;
@@ -23,16 +24,15 @@ int reserve_parse_count(const char *s, unsigned long long max, unsigned long lon
   return 0;
 }
 
-static int parse_size(const char *s, unsigned *kb) {
-  if (strcmp(s, "2M") == 0) {
-    *kb = RESERVE_PAGE_2M;
-    return 0;
-  }
-  if (strcmp(s, "1G") == 0) {
-    *kb = RESERVE_PAGE_1G;
-    return 0;
-  }
-  return -1;
+/* A page size through the project's one size parser (lib/size.c): 2M or 1G
+ * however spelt ("2M", "2048K", "1GiB"); any other size is refused. */
+static int parse_page_size(const char *s, unsigned *kb) {
+  unsigned long long bytes = 0;
+  if (hp_parse_size(s, &bytes) != 0) return -1;
+  if (bytes != (unsigned long long)RESERVE_PAGE_2M << 10 && bytes != (unsigned long long)RESERVE_PAGE_1G << 10)
+    return -1;
+  *kb = (unsigned)(bytes >> 10);
+  return 0;
 }
 
 int reserve_parse_args(int argc, char *const argv[], struct reserve_request *rq, const char **err) {
@@ -67,7 +67,7 @@ int reserve_parse_args(int argc, char *const argv[], struct reserve_request *rq,
       have_node = 1;
       i++;
     } else if (strcmp(a, "--size") == 0) {
-      if (have_size || i + 1 >= argc || parse_size(argv[i + 1], &rq->size_kb) != 0) {
+      if (have_size || i + 1 >= argc || parse_page_size(argv[i + 1], &rq->size_kb) != 0) {
         *err = "--size needs 2M or 1G";
         return -1;
       }
@@ -234,17 +234,60 @@ static int end_line_ok(const char *line, const char *text, size_t line_start) {
   return strcmp(line + 4, want) == 0;
 }
 
+/* Exactly n space-separated fields of a table line. */
+static int split_fields(char *line, char **f, int n) {
+  char *save = NULL;
+  int k;
+  for (k = 0; k < n; k++) {
+    f[k] = strtok_r(k == 0 ? line : NULL, " ", &save);
+    if (f[k] == NULL) return -1;
+  }
+  return strtok_r(NULL, " ", &save) == NULL ? 0 : -1;
+}
+
+/* The "uid node|any size_kb" that names a user's pool in a table line. */
+static int parse_pool(char *const *f, uid_t *uid, int *node, unsigned *size_kb) {
+  unsigned long long u, nd = 0, size;
+  if (reserve_parse_count(f[0], 0xfffffffeULL, &u) != 0) return -1;
+  if (strcmp(f[1], "any") != 0 && reserve_parse_count(f[1], RESERVE_MAX_NODE, &nd) != 0) return -1;
+  if (reserve_parse_count(f[2], RESERVE_PAGE_1G, &size) != 0 || (size != RESERVE_PAGE_2M && size != RESERVE_PAGE_1G))
+    return -1;
+  *uid = (uid_t)u;
+  *node = strcmp(f[1], "any") == 0 ? -1 : (int)nd;
+  *size_kb = (unsigned)size;
+  return 0;
+}
+
+/* "intent uid node|any size_kb before delta pages": a grant being made
+ * (see struct reserve_intent).  At most one. */
+static int parse_intent(char *line, struct reserve_intent *in) {
+  char *f[7];
+  if (in->active || split_fields(line, f, 7) != 0 || parse_pool(f + 1, &in->uid, &in->node, &in->size_kb) != 0 ||
+      reserve_parse_count(f[4], 1ULL << 50, &in->before) != 0 ||
+      reserve_parse_count(f[5], RESERVE_MAX_PAGES, &in->delta) != 0 || in->delta == 0 ||
+      reserve_parse_count(f[6], RESERVE_MAX_PAGES, &in->pages) != 0 || in->pages < in->delta)
+    return -1;
+  in->active = 1;
+  return 0;
+}
+
+void reserve_node_name(char *buf, size_t cap, int node) {
+  if (node < 0)
+    (void)snprintf(buf, cap, "any");
+  else
+    (void)snprintf(buf, cap, "%d", node);
+}
+
 int reserve_parse_grants(const char *text, size_t len, struct reserve_grants *gs) {
   size_t pos = 0;
   gs->n = 0;
+  memset(&gs->intent, 0, sizeof gs->intent);
   if (len == 0) return 0;
   if (len > RESERVE_GRANTS_MAX) return -1;
   while (pos < len) {
-    char line[96], *f[4], *save = NULL;
+    char line[96], *f[4];
+    struct reserve_grant_entry e;
     size_t n = 0, start = pos, i;
-    int k;
-    unsigned long long uid, node = 0, size, pages;
-    int nd;
     while (pos < len && text[pos] != '\n') {
       if (text[pos] == '\0' || n + 1 >= sizeof line) return -1;
       line[n++] = text[pos++];
@@ -259,25 +302,16 @@ int reserve_parse_grants(const char *text, size_t len, struct reserve_grants *gs
      * table is then corrupt (fail closed), never silently a different table.
      * Anything after a matching end line is an old tail not yet truncated. */
     if (strncmp(line, "end", 3) == 0) return end_line_ok(line, text, start) ? 0 : -1;
-    for (k = 0; k < 4; k++) {
-      f[k] = strtok_r(k == 0 ? line : NULL, " ", &save);
-      if (f[k] == NULL) return -1;
+    if (strncmp(line, "intent ", 7) == 0) {
+      if (parse_intent(line, &gs->intent) != 0) return -1;
+      continue;
     }
-    if (strtok_r(NULL, " ", &save) != NULL) return -1;
-    if (reserve_parse_count(f[0], 0xfffffffeULL, &uid) != 0) return -1;
-    if (strcmp(f[1], "any") != 0 && reserve_parse_count(f[1], RESERVE_MAX_NODE, &node) != 0) return -1;
-    if (reserve_parse_count(f[2], RESERVE_PAGE_1G, &size) != 0 || (size != RESERVE_PAGE_2M && size != RESERVE_PAGE_1G))
+    if (split_fields(line, f, 4) != 0 || parse_pool(f, &e.uid, &e.node, &e.size_kb) != 0 ||
+        reserve_parse_count(f[3], RESERVE_MAX_PAGES, &e.pages) != 0 || e.pages == 0 || gs->n >= RESERVE_MAX_GRANTS)
       return -1;
-    if (reserve_parse_count(f[3], RESERVE_MAX_PAGES, &pages) != 0 || pages == 0) return -1;
-    if (gs->n >= RESERVE_MAX_GRANTS) return -1;
-    nd = strcmp(f[1], "any") == 0 ? -1 : (int)node;
     for (i = 0; i < gs->n; i++) /* one entry per user and pool: a duplicate is damage */
-      if (gs->g[i].uid == (uid_t)uid && gs->g[i].node == nd && gs->g[i].size_kb == (unsigned)size) return -1;
-    gs->g[gs->n].uid = (uid_t)uid;
-    gs->g[gs->n].node = nd;
-    gs->g[gs->n].size_kb = (unsigned)size;
-    gs->g[gs->n].pages = pages;
-    gs->n++;
+      if (gs->g[i].uid == e.uid && gs->g[i].node == e.node && gs->g[i].size_kb == e.size_kb) return -1;
+    gs->g[gs->n++] = e;
   }
   return -1; /* no "end" */
 }
@@ -292,11 +326,17 @@ size_t reserve_format_grants(const struct reserve_grants *gs, char *buf, size_t 
     const struct reserve_grant_entry *g = &gs->g[i];
     char node[16];
     if (g->pages == 0) continue;
-    if (g->node < 0)
-      (void)snprintf(node, sizeof node, "any");
-    else
-      (void)snprintf(node, sizeof node, "%d", g->node);
+    reserve_node_name(node, sizeof node, g->node);
     w = snprintf(buf + used, cap - used, "%lu %s %u %llu\n", (unsigned long)g->uid, node, g->size_kb, g->pages);
+    if (w < 0 || (size_t)w >= cap - used) return 0;
+    used += (size_t)w;
+  }
+  if (gs->intent.active) {
+    const struct reserve_intent *in = &gs->intent;
+    char node[16];
+    reserve_node_name(node, sizeof node, in->node);
+    w = snprintf(buf + used, cap - used, "intent %lu %s %u %llu %llu %llu\n", (unsigned long)in->uid, node, in->size_kb,
+                 in->before, in->delta, in->pages);
     if (w < 0 || (size_t)w >= cap - used) return 0;
     used += (size_t)w;
   }

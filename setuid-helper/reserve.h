@@ -2,8 +2,8 @@
  *
  * parse.c   pure parsers (numbers, arguments, config, grant table); no I/O,
  *           so the fuzz target and the unit tests call them directly.
- * pool.c    the privileged core: pool files, limits, lock, grants, audit.
- *           Linked into the helper and into the Slurm SPANK plugin.
+ * the rest  the privileged core (pool.c, release.c, state.c, sysfs.c; see
+ *           internal.h), linked into the helper and the Slurm SPANK plugin.
  */
 #ifndef HUGEPOOL_RESERVE_H
 #define HUGEPOOL_RESERVE_H
@@ -60,21 +60,39 @@ struct reserve_grant_entry {
   unsigned long long pages;
 };
 
+/* A grant being made: written to the table (with fsync) before the pool
+ * grows, cleared in the same write that records the grant.  One left behind
+ * (the helper was killed in between) is settled by the next locked call:
+ * pages the pool gained are charged to uid, or given back. */
+struct reserve_intent {
+  int active;
+  uid_t uid;
+  int node; /* -1: any */
+  unsigned size_kb;
+  unsigned long long before; /* nr_hugepages before the write */
+  unsigned long long delta;  /* pages asked of the kernel */
+  unsigned long long pages;  /* uid's grant once all delta pages are in */
+};
+
 struct reserve_grants {
   size_t n;
   struct reserve_grant_entry g[RESERVE_MAX_GRANTS];
+  struct reserve_intent intent;
 };
 
 /* The grant table: "uid node|any size_kb pages" lines, at most one per
- * (uid, node, size), closed by "end <checksum>" (16 hex digits of
+ * (uid, node, size), at most one "intent uid node|any size_kb before delta
+ * pages" line, closed by "end <checksum>" (16 hex digits of
  * reserve_grants_checksum over everything before that line).  An empty text
  * is an empty table; anything else without a matching end line is corrupt. */
 unsigned long long reserve_grants_checksum(const char *text, size_t len);
 int reserve_parse_grants(const char *text, size_t len, struct reserve_grants *gs);
+/* "any" for -1, else the node's number: the one spelling of a node everywhere. */
+void reserve_node_name(char *buf, size_t cap, int node);
 /* Returns the length written (without NUL), or 0 if cap is too small. */
 size_t reserve_format_grants(const struct reserve_grants *gs, char *buf, size_t cap);
 
-/* ---- pool.c ---- */
+/* ---- the privileged core ---- */
 
 struct reserve_caller {
   uid_t uid;
@@ -93,6 +111,9 @@ enum { RESERVE_OK = 0, RESERVE_FAIL = 1, RESERVE_USAGE = 2, RESERVE_BUSY = 3 };
 /* Is RLIMIT_FSIZE (soft, raised to the hard limit if needed) large enough to
  * rewrite the grant table in one piece?  1 yes, 0 no. */
 int reserve_fsize_ok(void);
+/* Is RLIMIT_NOFILE (soft, raised to the hard limit if needed) large enough
+ * for every file a call opens at once?  1 yes, 0 no. */
+int reserve_nofile_ok(void);
 /* Loads and checks the root-owned config file (owner, mode, type). */
 int reserve_load_config(struct reserve_config *c, char *err, size_t errlen);
 /* Is the caller in the configured group (or root), owner of a job if required? */

@@ -14,6 +14,13 @@
  *               and a user must not be able to do that.
  *   job epilog  (root): unregister; when the user has no other job on the
  *               node, release everything the user holds.
+ *
+ * Rules kept:
+ *  1. The option value is validated again on the root side.
+ *  2. The job's user comes from Slurm (spank_get_item), never the option.
+ *  3. A refusal never fails the prolog (that would drain the node).
+ *  4. A busy lock is retried, never dropped: the epilog's release always
+ *     happens (the core kills a helper that holds the lock too long).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,11 +33,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "reserve.h"
-
-#ifndef RESERVE_JOBS_DIR
-#define RESERVE_JOBS_DIR "/run/hugepool/jobs"
-#endif
+#include "internal.h"
 
 SPANK_PLUGIN(hugepool, 1)
 

@@ -4,28 +4,55 @@
 
 #include "common.hpp"
 #include "internal.h"
+#include "size.h"
+
+#include <sstream>
+#include <vector>
 
 using namespace test;
 
 TEST_CASE("size syntax accepts K/M/G/T suffixes and rejects garbage", "[options]") {
   unsigned long long v = 0;
-  REQUIRE(parse_size("4096", &v) == 0);
+  REQUIRE(hp_parse_size("4096", &v) == 0);
   CHECK(v == 4096);
-  REQUIRE(parse_size("64M", &v) == 0);
+  REQUIRE(hp_parse_size("64M", &v) == 0);
   CHECK(v == 64ULL << 20);
-  REQUIRE(parse_size("2g", &v) == 0);
+  REQUIRE(hp_parse_size("2g", &v) == 0);
   CHECK(v == 2ULL << 30);
-  REQUIRE(parse_size("1GiB", &v) == 0);
+  REQUIRE(hp_parse_size("1GiB", &v) == 0);
   CHECK(v == 1ULL << 30);
-  REQUIRE(parse_size("512kb", &v) == 0);
+  REQUIRE(hp_parse_size("512kb", &v) == 0);
   CHECK(v == 512ULL << 10);
-  REQUIRE(parse_size("3T", &v) == 0);
+  REQUIRE(hp_parse_size("3T", &v) == 0);
   CHECK(v == 3ULL << 40);
   for (const char *bad : {"", "-1", "+5", "1.5G", "12Q", "G", "0x10", "99999999999999999999", "20000000T",
                           "5 M", "4M junk"}) {
     INFO(bad);
-    CHECK(parse_size(bad, &v) == -1);
+    CHECK(hp_parse_size(bad, &v) == -1);
   }
+}
+
+// The README's option table is generated from, and checked against, the
+// library's one option table (lib/option-table.c).
+static std::string readme_row(hp_option_id id) {
+  const hp_option_desc *d = option_desc(id);
+  char def[32], pre[32];
+  option_format(id, d->default_value, def, sizeof(def));
+  option_format(id, d->preload_default, pre, sizeof(pre));
+  std::string cell = d->type == HP_TYPE_TEXT ? "—" : "`" + std::string(def) + "`";
+  if (std::string(def) != pre) cell += " (preload: `" + std::string(pre) + "`)";
+  return "| `" + std::string(d->name) + "` | " + cell + " | " + d->help + " |";
+}
+
+TEST_CASE("the README's option table says what the option table says", "[options]") {
+  std::istringstream readme(kv::read_file(HUGEPOOL_SOURCE_DIR "/README.md"));
+  std::vector<std::string> rows, want;
+  for (std::string line; std::getline(readme, line);) {
+    if (line.rfind("| `HUGEPOOL_", 0) == 0) rows.push_back(line);
+  }
+  for (int id = 0; id < HP_OPT_COUNT; id++) want.push_back(readme_row(static_cast<hp_option_id>(id)));
+  REQUIRE(rows.size() == want.size());
+  for (size_t i = 0; i < want.size(); i++) CHECK(rows[i] == want[i]);
 }
 
 static std::string probe(const std::string &env, const std::string &args = "") {

@@ -74,6 +74,10 @@ static void fuzz_grants(const char *d, size_t n) {
     CHECK(a.g[i].uid == b.g[i].uid && a.g[i].node == b.g[i].node);
     CHECK(a.g[i].size_kb == b.g[i].size_kb && a.g[i].pages == b.g[i].pages);
   }
+  CHECK(a.intent.active == b.intent.active);
+  CHECK(!a.intent.active ||
+        (a.intent.uid == b.intent.uid && a.intent.node == b.intent.node && a.intent.size_kb == b.intent.size_kb &&
+         a.intent.before == b.intent.before && a.intent.delta == b.intent.delta && a.intent.pages == b.intent.pages));
 }
 
 static void fuzz_count(const char *d, size_t n) {

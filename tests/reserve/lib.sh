@@ -46,6 +46,7 @@ make_inst_dir() {
   # Tools an unprivileged user runs or might load: copies they can reach.
   mkdir -p "$INST/tools"
   cp "$RESERVE_TOOLS/execve_argc0" "$RESERVE_TOOLS/libmarker_preload.so" "$RESERVE_TOOLS/hugetlb_hold" "$INST/tools/"
+  [[ ! -e $RESERVE_TOOLS/kill_on_change ]] || cp "$RESERVE_TOOLS/kill_on_change" "$INST/tools/"
   chmod -R a+rX "$INST/tools"
   if findmnt -n -o OPTIONS -T "$INST" | tr ',' '\n' | grep -qx nosuid; then
     fail "/var/tmp is mounted nosuid: cannot test a setgid install"
@@ -108,13 +109,23 @@ fake_setup() {
   [[ $(stat -c '%a %U %G' "$HELPER") == "2711 root hugepool" ]] || fail "install mode: $(stat -c '%a %U %G' "$HELPER")"
 }
 
-set_pool() { # nr free [resv]: a fresh pool and an empty grant table
+set_pool() { # nr free [resv]: a fresh pool (empty NUMA node pools) and an empty grant table
   : >"$FAKE/var/lib/hugepool/grants"
+  local n
+  for n in 0 1; do echo 0 >"$(fake_node $n nr_hugepages)"; echo 0 >"$(fake_node $n free_hugepages)"; done
   echo "$1" >"$(fake_pool nr_hugepages)"
   echo "$2" >"$(fake_pool free_hugepages)"
   echo "${3:-0}" >"$(fake_pool resv_hugepages)"
 }
 nr() { cat "$(fake_pool nr_hugepages)"; }
+seal() { # grant table body on stdin -> the table with its end line (FNV-1a 64 of the body)
+  python3 -c 'import sys
+b = sys.stdin.buffer.read()
+h = 0xcbf29ce484222325
+for c in b:
+    h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
+sys.stdout.buffer.write(b + b"end %016x\n" % h)'
+}
 
 # Run the installed helper as nobody; sets OUT, ERR, RC.
 as_user() { # uid helper-args...

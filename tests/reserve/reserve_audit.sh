@@ -40,6 +40,12 @@ prlimit --fsize=100:100 setpriv --reuid=65534 --regid=65534 --clear-groups "$HEL
 RC=$?
 set -e
 expect_rc 1 "grant under a hard RLIMIT_FSIZE of 100 bytes"
+# A grant's intent left behind (its helper killed before the pool grew):
+# the next locked call gives it back and says so.
+printf '# hugepool-reserve grants: uid node size_kB pages\n4242 1 2048 3\nintent 4242 any 2048 %s 2 2\n' "$(nr)" |
+  seal >"$FAKE/var/lib/hugepool/grants"
+as_nobody --release
+expect_rc 0 "a release that settles an intent first"
 sleep 0.3 # datagrams are in the socket buffer; let the listener drain it
 
 expect_line() {
@@ -56,9 +62,11 @@ expect_line "${pre}action=grant size=2048kB node=any request=30 before=12 after=
   "shortfall and restore"
 expect_line "^<85>.* uid=4242 user=\? source=helper job=0 action=grant size=2048kB node=1 request=3 before=0 after=3 granted=3 outcome=ok$" \
   "another user on node 1"
-expect_line "${pre}action=release size=2048kB node=any request=12 before=12 after=0 released=12 outcome=ok$" "release"
+expect_line "${pre}action=release size=2048kB node=any request=12 before=15 after=3 released=12 outcome=ok$" "release"
 expect_line "${pre}action=grant size=2048kB node=any request=1 granted=0 outcome=refused reason=\"config .* must be a regular file owned by root and not writable by group or others\"$" "bad config"
 expect_line "${pre}action=usage outcome=refused reason=\"PAGES must be .*\"$" "usage error, without the caller's text"
 expect_line "${pre}action=grant size=2048kB node=any request=40 granted=0 outcome=error reason=\"your file size limit \(RLIMIT_FSIZE.*\"$" \
   "RLIMIT_FSIZE refusal"
-expect_eq "$(grep -c 'hugepool-reserve' "$log")" 8 "one line per request"
+expect_line "${pre}action=reconcile for_uid=4242 size=2048kB node=any before=3 delta=2 after=3 charged=0 outcome=undone$" \
+  "an intent settled"
+expect_eq "$(grep -c 'hugepool-reserve' "$log")" 10 "one line per request (and one per intent settled)"

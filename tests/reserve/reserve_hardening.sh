@@ -95,7 +95,7 @@ for a in "${bad_args[@]}"; do
   [[ $RC == 2 && $(nr) == 0 ]] || fail "bad PAGES '$a': exit $RC, pool $(nr)"
 done
 pass "${#bad_args[@]} bad PAGES values refused"
-bad_lists=("1 --node -1" "1 --node 1024" "1 --node 01" "1 --node x" "1 --size 4M" "1 --size 2m" "1 2"
+bad_lists=("1 --node -1" "1 --node 1024" "1 --node 01" "1 --node x" "1 --size 4M" "1 --size 2.0M" "1 2"
   "--status 1" "--release --status" "1 --bogus" "--size 2M" "--test-envx")
 for l in "${bad_lists[@]}"; do
   read -ra words <<<"$l"

@@ -24,12 +24,13 @@ expect_rc 0 "status"
 grep -q 'your grants (uid 65534)' <<<"$OUT" && grep -q '150 pages of 2048 kB on node any' <<<"$OUT" ||
   fail "status lacks nobody's grant: $OUT"
 grep -q 'node 1: total 30' <<<"$OUT" || fail "status lacks node 1: $OUT"
-grep -q '2048 kB pages, all nodes: total 160 free 160 reserved 0 surplus 0' <<<"$OUT" || fail "status totals: $OUT"
+# (node 1's 30 pages are pages of the machine-wide pool too)
+grep -q '2048 kB pages, all nodes: total 190 free 190 reserved 0 surplus 0' <<<"$OUT" || fail "status totals: $OUT"
 ! grep -q 'pages of 1048576 kB' <<<"$OUT" || fail "status shows another user's grant: $OUT"
 pass "status shows the pool per node and only the caller's grants"
 as_nobody --release
 expect_rc 0 "release"
-expect_eq "$(nr)" 10 "release gave back exactly nobody's 150"
+expect_eq "$(nr)" 40 "release gave back exactly nobody's 150"
 expect_eq "$(cat "$(fake_node 1 nr_hugepages)")/$(cat "$(fake_pool nr_hugepages 1048576)")" "30/1" \
   "other user's grants untouched"
 as_user 4242 --status
@@ -321,44 +322,3 @@ expect_eq "$(nr)" 0 "pool unchanged after a lock timeout"
 wait "$holder"
 as_nobody 5
 expect_eq "$RC/$(nr)" "0/5" "works again once the lock is free"
-
-# --- a helper SIGSTOPped while it holds the lock: the root side (Slurm
-# prolog/epilog, root) kills it and goes on; a user still just waits ---
-set_pool 0 0
-rm -f "$FAKE/proc/meminfo"
-mkfifo -m 0644 "$FAKE/proc/meminfo" # the grant blocks reading it, lock held
-setpriv --reuid=65534 --regid=65534 --clear-groups "$HELPER" 5 >"$INST/stuck.out" 2>&1 &
-stuck=$!
-on_exit "kill -9 $stuck 2>/dev/null"
-holds() { grep -Eq "FLOCK +ADVISORY +WRITE +$stuck " /proc/locks; }
-for _ in $(seq 100); do holds && break; sleep 0.05; done
-holds || fail "the helper did not take the lock"
-ROOT_H=$RESERVE_BIN_DIR/hugepool-reserve-fake
-set +e
-OUT=$("$ROOT_H" --release 2>&1)
-RC=$?
-set -e
-expect_rc 1 "root: a running (not stopped) holder is waited for, not killed"
-kill -0 "$stuck" || fail "a running holder was killed"
-kill -STOP "$stuck"
-for _ in $(seq 50); do [[ $(awk '{print $3}' "/proc/$stuck/stat") == T ]] && break; sleep 0.05; done
-as_user 4242 1
-expect_rc 1 "a user's request waits, bounded, behind a stopped helper"
-kill -0 "$stuck" || fail "a user's helper killed another user's helper"
-start=$SECONDS
-set +e
-OUT=$("$ROOT_H" --release 2>&1)
-RC=$?
-set -e
-expect_rc 0 "root: the stopped holder is killed and the release goes through"
-set +e
-wait "$stuck"
-st=$?
-set -e
-expect_eq "$st" 137 "the stopped helper was killed (SIGKILL)"
-((SECONDS - start < 8)) || fail "recovery took $((SECONDS - start)) s"
-rm -f "$FAKE/proc/meminfo"
-fake_meminfo 16777216 12582912 0
-expect_eq "$(nr)/$(cat "$FAKE/var/lib/hugepool/grants")" "0/" "the killed grant changed nothing"
-as_nobody 5
-expect_eq "$RC/$(nr)" "0/5" "the lock works again"

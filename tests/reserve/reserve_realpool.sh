@@ -101,6 +101,37 @@ as_nobody --release
 expect_eq "$RC/$(real_nr)" "0/$((base + 8))" "released once the process has ended"
 as_user 4242 --release
 expect_eq "$RC/$(real_nr)" "0/$base" "the other user's release"
+
+# Pages held in a hugetlb memfd (faulted in, then unmapped: HugetlbPages 0)
+# while another user's grant sits unmapped in the pool: the release must not
+# shrink the pool into that user's pages (their mmap would then fail).
+# Free pages the pool had before the test would cover for them: out for now.
+echo $(($(real_nr) - $(spare))) >"$sys/nr_hugepages"
+expect_eq "$(spare)" 0 "no free pages before the memfd case"
+as_nobody 8
+as_user 4242 8
+coproc MEMFD { exec setpriv --reuid=65534 --regid=65534 --clear-groups "$INST/tools/hugetlb_hold" --memfd 8; }
+memfd_pid=$MEMFD_PID
+on_exit "kill $memfd_pid 2>/dev/null"
+read -r -t 30 held <&"${MEMFD[0]}" || fail "nobody could not fill a hugetlb memfd"
+expect_eq "$held" "held 8" "nobody's memfd holds 8 pages, none mapped"
+before=$(real_nr)
+as_nobody --release
+expect_rc 1 "release while the caller's pages sit in a memfd"
+expect_err "promised to other users" "the refusal names the other users' grants"
+expect_eq "$(real_nr)" "$before" "real pool not shrunk into user 4242's grant"
+set +e
+OUT=$(setpriv --reuid=4242 --regid=65534 --clear-groups "$INST/tools/hugetlb_hold" 8 </dev/null 2>&1)
+RC=$?
+set -e
+expect_eq "$RC/$OUT" "0/held 8" "user 4242 can still map the 8 pages granted"
+exec {MEMFD[1]}>&-
+wait "$memfd_pid" || true
+as_nobody --release
+as_user 4242 --release
+expect_eq "$RC/$(spare)" "0/0" "both released once the memfd is closed"
+echo "$base" >"$sys/nr_hugepages"
+
 as_nobody 10 # the state the next case starts from
 
 # Take all but one spare page into use: the release must be refused.

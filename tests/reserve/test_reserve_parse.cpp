@@ -1,5 +1,6 @@
 // The helper's parsers: every value a user or an admin can hand it.
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -49,6 +50,11 @@ TEST_CASE("arguments: PAGES with --node and --size, or exactly one mode") {
   CHECK(rq.size_kb == RESERVE_PAGE_1G);
   CHECK(rq.node == 1);
   CHECK(rq.pages == 3);
+  // --size goes through the project's one size parser: any spelling of 2M or 1G.
+  REQUIRE(args({"1", "--size", "2048K"}, rq) == 0);
+  CHECK(rq.size_kb == RESERVE_PAGE_2M);
+  REQUIRE(args({"1", "--size", "1GiB"}, rq) == 0);
+  CHECK(rq.size_kb == RESERVE_PAGE_1G);
   REQUIRE(args({"--status"}, rq) == 0);
   CHECK(rq.action == ACT_STATUS);
   REQUIRE(args({"--release"}, rq) == 0);
@@ -70,7 +76,8 @@ TEST_CASE("arguments: everything else is refused") {
                                                      {"1", "--node", "01"},
                                                      {"1", "--size"},
                                                      {"1", "--size", "4M"},
-                                                     {"1", "--size", "2m"},
+                                                     {"1", "--size", "2.0M"},
+                                                     {"1", "--size", "2097153"},
                                                      {"1", "--size", "2M", "--size", "2M"},
                                                      {"1", "--node", "0", "--node", "0"},
                                                      {"--status", "1"},
@@ -118,14 +125,14 @@ TEST_CASE("config: bad values, unknown and repeated keys are refused") {
 }
 
 TEST_CASE("grant table round-trips and rejects damage") {
-  reserve_grants gs;
+  reserve_grants gs{};
   static char buf[RESERVE_GRANTS_MAX];
   gs.n = 2;
   gs.g[0] = reserve_grant_entry{65534, -1, RESERVE_PAGE_2M, 100};
   gs.g[1] = reserve_grant_entry{1000, 1, RESERVE_PAGE_1G, 2};
   size_t len = reserve_format_grants(&gs, buf, sizeof buf);
   REQUIRE(len > 0);
-  reserve_grants back;
+  reserve_grants back{};
   REQUIRE(reserve_parse_grants(buf, len, &back) == 0);
   REQUIRE(back.n == 2);
   CHECK(back.g[0].uid == 65534);
@@ -152,7 +159,7 @@ TEST_CASE("grant table round-trips and rejects damage") {
 // valid table (before the checksum, some cuts duplicated or dropped lines).
 TEST_CASE("grant table torn at any offset is corrupt") {
   static char oldbuf[RESERVE_GRANTS_MAX], newbuf[RESERVE_GRANTS_MAX];
-  reserve_grants before, after, back;
+  reserve_grants before{}, after{}, back{};
   before.n = 4;
   before.g[0] = reserve_grant_entry{1001, -1, RESERVE_PAGE_2M, 4096};
   before.g[1] = reserve_grant_entry{1002, -1, RESERVE_PAGE_2M, 4096};
@@ -183,7 +190,7 @@ TEST_CASE("grant table torn at any offset is corrupt") {
 
 TEST_CASE("grant table with a duplicate entry is corrupt") {
   static char buf[RESERVE_GRANTS_MAX];
-  reserve_grants gs, back;
+  reserve_grants gs{}, back{};
   gs.n = 2;
   gs.g[0] = reserve_grant_entry{1002, -1, RESERVE_PAGE_2M, 10};
   gs.g[1] = reserve_grant_entry{1002, -1, RESERVE_PAGE_2M, 10};
@@ -193,4 +200,38 @@ TEST_CASE("grant table with a duplicate entry is corrupt") {
   gs.g[1].node = 0;  // same user, another pool: fine
   len = reserve_format_grants(&gs, buf, sizeof buf);
   CHECK(reserve_parse_grants(buf, len, &back) == 0);
+}
+
+// The intent record of a grant in progress: one line, every field checked.
+TEST_CASE("grant table intent record") {
+  static char buf[RESERVE_GRANTS_MAX];
+  reserve_grants gs{}, back{};
+  gs.n = 1;
+  gs.g[0] = reserve_grant_entry{1002, -1, RESERVE_PAGE_2M, 10};
+  gs.intent = reserve_intent{1, 1003, 1, RESERVE_PAGE_1G, 7, 2, 5};
+  size_t len = reserve_format_grants(&gs, buf, sizeof buf);
+  REQUIRE(len > 0);
+  CHECK(std::string(buf, len).find("\nintent 1003 1 1048576 7 2 5\nend ") != std::string::npos);
+  REQUIRE(reserve_parse_grants(buf, len, &back) == 0);
+  CHECK(back.n == 1);
+  CHECK(back.intent.active == 1);
+  CHECK(back.intent.uid == 1003);
+  CHECK(back.intent.node == 1);
+  CHECK(back.intent.size_kb == RESERVE_PAGE_1G);
+  CHECK(back.intent.before == 7);
+  CHECK(back.intent.delta == 2);
+  CHECK(back.intent.pages == 5);
+  gs.intent.active = 0;
+  len = reserve_format_grants(&gs, buf, sizeof buf);
+  REQUIRE(reserve_parse_grants(buf, len, &back) == 0);
+  CHECK(back.intent.active == 0);
+  char sealed[256];
+  for (const char *bad : {"intent 5 any 2048 3 0 1\n", "intent 5 any 2048 3 4 2\n", "intent 5 any 4096 3 1 1\n",
+                          "intent 5 any 2048 3 1\n", "intent 5 any 2048 3 1 1 1\n", "intent -5 any 2048 3 1 1\n",
+                          "intent 5 any 2048 3 1 1\nintent 6 any 2048 3 1 1\n"}) {
+    std::string body(bad);
+    int n = snprintf(sealed, sizeof sealed, "%send %016llx\n", bad, reserve_grants_checksum(body.data(), body.size()));
+    INFO(bad);
+    CHECK(reserve_parse_grants(sealed, (size_t)n, &back) == -1);
+  }
 }

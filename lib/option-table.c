@@ -1,0 +1,137 @@
+/* Every HUGEPOOL_* option in one table: its variable, type, defaults, the
+ * values it accepts and its help text.  The library (options.c), the
+ * preload, hugepool-run's --help and the README's option table all come
+ * from here (tests/core/test_options.cpp checks the README against it).
+ * Pure: no environment, no output, so hugepool-run links it alone. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "internal.h"
+#include "size.h"
+
+#define SIZE(var, def, most, text)                                                                      \
+  {.name = (var), .type = HP_TYPE_SIZE, .default_value = (def), .preload_default = (def), .max = (most), \
+   .help = (text)}
+#define NUMBER(var, def, most, text)                                                                       \
+  {.name = (var), .type = HP_TYPE_NUMBER, .default_value = (def), .preload_default = (def), .max = (most), \
+   .help = (text)}
+/* common: how many of the choices programs linked with the library accept
+ * (0: all); the rest are the preload's alone. */
+#define CHOICE(var, def, preload_def, list, common, text)                                               \
+  {.name = (var), .type = HP_TYPE_CHOICE, .default_value = (def), .preload_default = (preload_def), \
+   .choices = (list), .common_choices = (common), .help = (text)}
+#define TEXT(var, text) {.name = (var), .type = HP_TYPE_TEXT, .help = (text)}
+
+/* The defaults are argued for in README.md ("Choosing the defaults"). */
+static const hp_option_desc table[HP_OPT_COUNT] = {
+    [HP_OPT_POLICY] = CHOICE("HUGEPOOL_POLICY", HUGEPOOL_POLICY_STRICT, HP_POLICY_FALLBACK, "strict|thp|small|fallback",
+                             3,
+                             "what to do when the pool is short: `strict` (ENOMEM), `thp`, `small` (4 KB pages); "
+                             "preload only: `fallback` (glibc serves the request, one warning, counted)"),
+    [HP_OPT_PAGE_SIZE] = SIZE("HUGEPOOL_PAGE_SIZE", (long long)HP_2M, (long long)HP_1G, "huge page size: `2M` or `1G`"),
+    [HP_OPT_CACHE_SLOTS] = NUMBER("HUGEPOOL_CACHE_SLOTS", 64, HP_CACHE_SLOTS_MAX,
+                                  "most freed buffers kept for reuse (0 disables the cache; at most 4096)"),
+    [HP_OPT_CACHE_BYTES] = SIZE("HUGEPOOL_CACHE_BYTES", 1LL << 30, 1LL << 50, "most bytes kept in freed buffers"),
+    [HP_OPT_STATS] = CHOICE("HUGEPOOL_STATS", HP_STATS_OFF, HP_STATS_OFF, "0|1|json", 0,
+                            "`1`: print statistics as text at exit; `json`: as one JSON line"),
+    [HP_OPT_STATS_FILE] = TEXT("HUGEPOOL_STATS_FILE",
+                               "write the exit statistics to this file instead of stderr (never through a symlink); "
+                               "`%p` pid, `%r` MPI rank (from `PMI_RANK`, `PMIX_RANK`, `OMPI_COMM_WORLD_RANK`, "
+                               "`MPI_LOCALRANKID`, `SLURM_PROCID`), `%h` host"),
+    [HP_OPT_WARN] = CHOICE("HUGEPOOL_WARN", 1, 1, "0|1", 0, "`0` silences diagnostics (pool short, foreign free)"),
+    [HP_OPT_THRESHOLD] = SIZE("HUGEPOOL_THRESHOLD", 1LL << 20, 1LL << 50,
+                              "preload only: smallest request put on hugetlb pages"),
+    [HP_OPT_SMALL_HEAP] = CHOICE("HUGEPOOL_SMALL_HEAP", 0, 0, "0|1", 0,
+                                 "preload only: also pack small allocations onto hugetlb pages"),
+    [HP_OPT_FORK] = CHOICE("HUGEPOOL_FORK", HP_FORK_COPY, HP_FORK_COPY, "copy|keep", 0,
+                           "`copy`: a child gets private copies of live buffers at `fork()`; `keep`: no copy"),
+};
+
+const hp_option_desc *option_desc(hp_option_id id) { return &table[id]; }
+
+/* The n-th choice of "a|b|c" (its length in *len), or NULL. */
+static const char *nth_choice(const char *choices, long long n, size_t *len) {
+  const char *c = choices;
+  for (long long i = 0; i < n; i++) {
+    c += strcspn(c, "|");
+    if (*c++ != '|') return NULL;
+  }
+  *len = strcspn(c, "|");
+  return c;
+}
+
+/* The choices a program may use: all, or the first `common_choices` ones
+ * outside the preload. */
+static size_t choices_for(const hp_option_desc *d, bool preload, long long *count) {
+  long long n = 1;
+  for (const char *c = d->choices; *c; c++) n += *c == '|';
+  if (!preload && d->common_choices) n = d->common_choices;
+  size_t len = 0;
+  const char *last = nth_choice(d->choices, n - 1, &len);
+  *count = n;
+  return (size_t)(last - d->choices) + len;
+}
+
+int option_parse(hp_option_id id, const char *text, bool preload, long long *value, char *expected, size_t len) {
+  const hp_option_desc *d = &table[id];
+  const char *what = NULL;
+  unsigned long long v = 0;
+  switch (d->type) {
+    case HP_TYPE_TEXT: *value = 0; return 0;
+    case HP_TYPE_CHOICE: {
+      long long count;
+      size_t span = choices_for(d, preload, &count);
+      for (long long i = 0; i < count; i++) {
+        size_t n = 0;
+        const char *c = nth_choice(d->choices, i, &n);
+        if (strlen(text) == n && strncasecmp(c, text, n) == 0) {
+          *value = i;
+          return 0;
+        }
+      }
+      (void)snprintf(expected, len, "%.*s", (int)span, d->choices);
+      return -1;
+    }
+    case HP_TYPE_NUMBER: {
+      const char *p = text;
+      while (*p >= '0' && *p <= '9' && v <= (unsigned long long)d->max) v = v * 10 + (unsigned)(*p++ - '0');
+      if (p == text || *p != '\0') what = (*p >= '0' && *p <= '9') ? "a value in range" : "a whole number";
+      break;
+    }
+    case HP_TYPE_SIZE:
+      if (hp_parse_size(text, &v) != 0) what = "a size such as 512M or 2G";
+      break;
+  }
+  if (!what && v > (unsigned long long)d->max) what = "a value in range";
+  if (!what && id == HP_OPT_PAGE_SIZE && v != HP_2M && v != HP_1G) what = "2M or 1G";
+  if (what) {
+    (void)snprintf(expected, len, "%s", what);
+    return -1;
+  }
+  *value = (long long)v;
+  return 0;
+}
+
+void option_format(hp_option_id id, long long value, char *buf, size_t len) {
+  const hp_option_desc *d = &table[id];
+  if (d->type == HP_TYPE_TEXT) {
+    (void)snprintf(buf, len, "-");
+  } else if (d->type == HP_TYPE_CHOICE) {
+    size_t n = 0;
+    const char *c = nth_choice(d->choices, value, &n);
+    (void)snprintf(buf, len, "%.*s", c ? (int)n : 1, c ? c : "?");
+  } else {
+    unsigned long long v = (unsigned long long)value;
+    const char *unit = "";
+    if (d->type == HP_TYPE_SIZE) {
+      if (v && v % (1ULL << 30) == 0)
+        v >>= 30, unit = "G";
+      else if (v && v % (1ULL << 20) == 0)
+        v >>= 20, unit = "M";
+      else if (v && v % (1ULL << 10) == 0)
+        v >>= 10, unit = "K";
+    }
+    (void)snprintf(buf, len, "%llu%s", v, unit); /* a truncated value is still readable */
+  }
+}

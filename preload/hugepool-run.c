@@ -1,0 +1,220 @@
+/* hugepool-run: runs an unmodified program with its large allocations on
+ * hugetlb pages (libhugepool_preload.so).  See preload/README.md.
+ *   mpiexec -n 64 hugepool-run --stats-file 'hp.%r.txt' -- ./app args
+ *
+ * Each option sets one HUGEPOOL_* variable.  Their names, defaults, accepted
+ * values and help come from the library's option table (lib/option-table.c)
+ * and are checked by the library's own parsers, so what this program accepts
+ * and prints is what the preload will read. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef HUGEPOOL_PRELOAD_LIB
+#error "HUGEPOOL_PRELOAD_LIB: the path of libhugepool_preload.so, set by preload/CMakeLists.txt"
+#endif
+
+/* The command line: each flag names the option it sets. */
+typedef struct flag {
+  const char *spelling; /* for --help */
+  const char *long_name;
+  const char *fixed;    /* a switch: the value it sets */
+  hp_option_id id;
+  char short_name;      /* 0: none */
+  bool takes_value;
+} flag;
+
+static const flag flags[] = {
+    {"-t, --threshold SIZE", "threshold", NULL, HP_OPT_THRESHOLD, 't', true},
+    {"-p, --policy P", "policy", NULL, HP_OPT_POLICY, 'p', true},
+    {"-s, --stats[=FORMAT]", "stats", "1", HP_OPT_STATS, 's', false},
+    {"-o, --stats-file PAT", "stats-file", NULL, HP_OPT_STATS_FILE, 'o', true},
+    {"    --small-heap", "small-heap", "1", HP_OPT_SMALL_HEAP, 0, false},
+    {"    --fork MODE", "fork", NULL, HP_OPT_FORK, 0, true},
+    {"    --page-size SIZE", "page-size", NULL, HP_OPT_PAGE_SIZE, 0, true},
+    {"    --cache-slots N", "cache-slots", NULL, HP_OPT_CACHE_SLOTS, 0, true},
+    {"    --cache-bytes SIZE", "cache-bytes", NULL, HP_OPT_CACHE_BYTES, 0, true},
+    {"-q, --quiet", "quiet", "0", HP_OPT_WARN, 'q', false},
+};
+#define N_FLAGS (sizeof(flags) / sizeof(flags[0]))
+
+/* Prints text without Markdown's backticks, wrapped at 79 columns, every
+ * line after the first indented by `indent`. */
+static void print_wrapped(const char *text, size_t indent, size_t column) {
+  const size_t width = 79;
+  while (*text) {
+    size_t word = strcspn(text, " ");
+    size_t shown = 0;
+    for (size_t i = 0; i < word; i++) shown += text[i] != '`';
+    if (column > indent && column + 1 + shown > width) {
+      printf("\n%*s", (int)indent, "");
+      column = indent;
+    } else if (column > indent) {
+      putchar(' ');
+      column++;
+    }
+    for (size_t i = 0; i < word; i++) {
+      if (text[i] != '`') putchar(text[i]);
+    }
+    column += shown;
+    text += word;
+    while (*text == ' ') text++;
+  }
+  putchar('\n');
+}
+
+static void usage(void) {
+  printf("usage: hugepool-run [options] [--] program [args...]\n\n"
+         "Runs `program` with libhugepool_preload.so: malloc requests at or above the\n"
+         "threshold get memory on hugetlb pages (cached and reused), the rest are\n"
+         "served by glibc as before.\n\n"
+         "options (each sets the variable named; options win over the environment):\n");
+  for (size_t i = 0; i < N_FLAGS; i++) {
+    const flag *f = &flags[i];
+    printf("  %-24s %s", f->spelling, option_desc(f->id)->name);
+    if (f->fixed) printf("=%s", f->fixed);
+    if (f->id == HP_OPT_STATS) printf(" (text), or json");
+    putchar('\n');
+  }
+  printf("  %-24s this text\n\n", "-h, --help");
+  printf("variables (the default under hugepool-run, then what it does):\n");
+  for (int id = 0; id < HP_OPT_COUNT; id++) {
+    const hp_option_desc *d = option_desc((hp_option_id)id);
+    char def[32];
+    option_format((hp_option_id)id, d->preload_default, def, sizeof(def));
+    int n = printf("  %-21s %-8s ", d->name, def);
+    print_wrapped(d->help, 33, n > 0 ? (size_t)n : 0);
+  }
+  printf("\nSizes take K, M, G, T suffixes (512M, 2GiB).  Also sets UCX_MEM_MALLOC_HOOKS=n\n"
+         "and UCX_MEM_MALLOC_RELOC=n: UCX (MPICH ch4:ucx, Open MPI) would otherwise\n"
+         "replace malloc, since a caching allocator does not unmap freed memory.\n");
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  (void)fprintf(stderr, "hugepool-run: ");
+  (void)vfprintf(stderr, fmt, ap);
+  (void)fprintf(stderr, "\nhugepool-run: try 'hugepool-run --help'\n");
+  va_end(ap);
+  exit(2);
+}
+
+/* Checks `value` with the library's parser and exports it. */
+static void set_option(const flag *f, const char *value) {
+  const char *name = option_desc(f->id)->name;
+  if (f->id == HP_OPT_STATS && strcmp(value, "text") == 0) value = "1";
+  char expected[64];
+  long long parsed = 0;
+  if (*value == '\0') die("option --%s needs a value", f->long_name);
+  if (option_parse(f->id, value, true, &parsed, expected, sizeof(expected)) != 0) {
+    die("bad value '%s' for --%s (expected %s)", value, f->long_name, expected);
+  }
+  if (f->id == HP_OPT_POLICY && parsed == HP_POLICY_FALLBACK) {
+    /* The preload's default: unset rather than exported, so that a child
+     * linked with the library itself (where fallback means nothing) is not
+     * handed a value it would warn about. */
+    unsetenv(name);
+    return;
+  }
+  char canonical[32];
+  if (option_desc(f->id)->type == HP_TYPE_CHOICE) {
+    option_format(f->id, parsed, canonical, sizeof(canonical));
+    value = canonical;
+  }
+  if (setenv(name, value, 1) != 0) die("cannot set %s", name);
+}
+
+static const flag *find_long(const char *name, size_t len) {
+  for (size_t i = 0; i < N_FLAGS; i++) {
+    if (strlen(flags[i].long_name) == len && strncmp(flags[i].long_name, name, len) == 0) return &flags[i];
+  }
+  return NULL;
+}
+
+static const flag *find_short(char c) {
+  for (size_t i = 0; i < N_FLAGS; i++) {
+    if (flags[i].short_name == c) return &flags[i];
+  }
+  return NULL;
+}
+
+/* Applies the options; returns the index of the program in argv. */
+static int parse_command_line(int argc, char **argv) {
+  int i = 1;
+  while (i < argc) {
+    const char *a = argv[i];
+    if (strcmp(a, "--") == 0) return i + 1;
+    if (a[0] != '-') return i;
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      usage();
+      exit(0);
+    }
+    const flag *f = NULL;
+    const char *inline_value = NULL;
+    if (a[1] == '-') {
+      const char *eq = strchr(a + 2, '=');
+      f = find_long(a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2));
+      inline_value = eq ? eq + 1 : NULL;
+    } else if (a[1] != '\0' && a[2] == '\0') {
+      f = find_short(a[1]);
+    }
+    if (!f) die("unknown option '%s'", a);
+    i++;
+    if (f->takes_value && !inline_value) {
+      if (i >= argc || argv[i][0] == '\0') die("option %s needs a value", a);
+      inline_value = argv[i++];
+    }
+    if (!f->takes_value && inline_value && f->id != HP_OPT_STATS) die("option --%s takes no value", f->long_name);
+    set_option(f, inline_value ? inline_value : f->fixed);
+  }
+  return i;
+}
+
+/* The interposer: beside an installed copy (its place relative to this
+ * program, so an installed tree can be moved), else where it was built or
+ * installed to. */
+static const char *interposer_path(void) {
+#ifdef HUGEPOOL_PRELOAD_LIB_FROM_BIN
+  static char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n > 0) {
+    path[n] = '\0';
+    char *slash = strrchr(path, '/');
+    size_t used = slash ? (size_t)(slash - path) + 1 : 0;
+    int m = snprintf(path + used, sizeof(path) - used, "%s", HUGEPOOL_PRELOAD_LIB_FROM_BIN);
+    if (slash && m > 0 && (size_t)m < sizeof(path) - used && access(path, R_OK) == 0) return path;
+  }
+#endif
+  return HUGEPOOL_PRELOAD_LIB;
+}
+
+int main(int argc, char **argv) {
+  int first = parse_command_line(argc, argv);
+  if (first >= argc) die("no program given");
+  const char *lib = getenv("HUGEPOOL_PRELOAD_LIB");
+  if (!lib || !*lib) lib = interposer_path();
+  if (access(lib, R_OK) != 0) die("cannot find the interposer at %s (set HUGEPOOL_PRELOAD_LIB)", lib);
+
+  const char *old = getenv("LD_PRELOAD");
+  char *preload = NULL;
+  if (asprintf(&preload, "%s%s%s", lib, old && *old ? " " : "", old && *old ? old : "") < 0) {
+    die("out of memory");
+  }
+  if (setenv("UCX_MEM_MALLOC_HOOKS", "n", 1) != 0 || setenv("UCX_MEM_MALLOC_RELOC", "n", 1) != 0 ||
+      setenv("LD_PRELOAD", preload, 1) != 0) {
+    die("cannot set the environment");
+  }
+  free(preload);
+  execvp(argv[first], argv + first);
+  int err = errno;
+  (void)fprintf(stderr, "hugepool-run: cannot run %s: %s\n", argv[first], strerror(err));
+  return err == ENOENT ? 127 : 126;
+}

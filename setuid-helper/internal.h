@@ -1,0 +1,106 @@
+/* hugepool-reserve: what the privileged files share among themselves.
+ *
+ * sysfs.c    reads the kernel: pool files, meminfo, /proc/<pid>/status
+ * state.c    the lock, the grant table and its intent record, the job registry
+ * pool.c     config, authorization, grant, status, audit
+ * release.c  the release and the rule that keeps other users' pages
+ * fake.c     test build only: plays the kernel's part in a fake tree
+ *
+ * Nothing here is visible outside the helper or the Slurm plugin.
+ */
+#ifndef HUGEPOOL_RESERVE_INTERNAL_H
+#define HUGEPOOL_RESERVE_INTERNAL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "reserve.h"
+
+#pragma GCC visibility push(hidden)
+
+/* Every path is fixed at build time.  A test build reads a fake /sys and
+ * /proc below HUGEPOOL_RESERVE_TEST_ROOT instead of the real ones. */
+#ifdef HUGEPOOL_RESERVE_TEST_ROOT
+#define SYS_ROOT HUGEPOOL_RESERVE_TEST_ROOT
+#else
+#define SYS_ROOT ""
+#endif
+#ifndef RESERVE_CONF_FILE
+#define RESERVE_CONF_FILE "/etc/hugepool/reserve.conf"
+#endif
+#ifndef RESERVE_STATE_DIR
+#define RESERVE_STATE_DIR "/var/lib/hugepool"
+#endif
+#ifndef RESERVE_JOBS_DIR
+#define RESERVE_JOBS_DIR "/run/hugepool/jobs"
+#endif
+#ifndef RESERVE_LOCK_WAIT_MS
+#define RESERVE_LOCK_WAIT_MS 30000 /* a stuck caller must not block the others forever */
+#endif
+
+/* ---- sysfs.c ---- */
+
+int read_fd_all(int fd, char *buf, size_t cap, size_t *len);
+int read_small(const char *path, char *buf, size_t cap, size_t *len);
+int read_ull(const char *path, unsigned long long *v);
+int write_ull(const char *path, unsigned long long v);
+
+struct pool_state {
+  unsigned long long nr, free, resv, surplus;
+};
+/* node -1: the machine-wide pool of that page size. */
+int pool_path(char *buf, size_t cap, int node, unsigned size_kb, const char *what);
+int pool_file_read(int node, unsigned size_kb, const char *what, unsigned long long *v);
+int pool_read(int node, unsigned size_kb, struct pool_state *st);
+unsigned long long pool_spare(const struct pool_state *st);
+/* Writes nr_hugepages (fake.c in the test build). */
+int pool_write_nr(int node, unsigned size_kb, unsigned long long nr);
+/* The NUMA nodes (nodeN directories), in order; returns how many. */
+size_t node_list(int *nodes, size_t cap);
+
+struct meminfo {
+  unsigned long long total_kb, avail_kb, hugetlb_kb;
+};
+int meminfo_read(struct meminfo *m);
+int node_meminfo_read(int node, struct meminfo *m);
+
+/* The real and effective ids of a "Uid:" or "Gid:" line of a status text. */
+int status_ids(const char *text, const char *key, unsigned long long *real, unsigned long long *eff);
+
+/* Hugetlb memory (kB) mapped by the caller's processes and by those of each
+ * other user of the grant table. */
+struct usage {
+  size_t n;
+  uid_t uid[RESERVE_MAX_GRANTS];
+  unsigned long long kb[RESERVE_MAX_GRANTS];
+  unsigned long long caller_kb;
+};
+int procs_hugetlb(const struct reserve_grants *gs, uid_t caller, struct usage *u);
+
+/* ---- state.c ---- */
+
+struct state {
+  int lock_fd, grants_fd;
+  struct reserve_grants gs;
+  char text[RESERVE_GRANTS_MAX + 2]; /* the table as it is on disk */
+  size_t text_len;
+};
+/* Returns 0, -1 (error, message in err) or -2 (the lock stayed busy).  An
+ * exclusive open settles an intent left in the table first. */
+int state_open(const struct reserve_caller *who, struct state *s, int exclusive, char *err, size_t errlen);
+int state_write(struct state *s);
+void state_close(struct state *s);
+/* fsync of the table (fake.c in the test build). */
+int table_sync(int fd);
+struct reserve_grant_entry *grant_find(struct reserve_grants *gs, uid_t uid, int node, unsigned size_kb);
+
+struct settled {
+  unsigned long long came;    /* pages the pool had gained */
+  unsigned long long now;     /* nr_hugepages at the end */
+  unsigned long long charged; /* pages charged to the intent's user */
+};
+int intent_settle(struct state *s, struct settled *out);
+
+#pragma GCC visibility pop
+
+#endif
