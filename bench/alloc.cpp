@@ -24,59 +24,17 @@
 
 #include "common.hpp"
 
-#ifdef HUGEPOOL_BENCH_HAVE_HUGETLBFS
-extern "C" {  // the header has no C++ guard
-#include <hugetlbfs.h>
-}
-#endif
-
 namespace hb {
 
 namespace {
 
-enum class Api { malloc_free, reuse, ghp, hugepool };
-
-Api g_api = Api::malloc_free;
+// The allocator under test (buf_alloc's kind) and whether the buffer is kept
+// for the whole run (--api reuse).
+Page g_api = Page::heap;
+bool g_reuse = false;
 std::string g_peer;
 
 inline void escape(void *p) { asm volatile("" : : "r"(p) : "memory"); }
-
-void *big_alloc(size_t n) {
-  switch (g_api) {
-    case Api::malloc_free:
-    case Api::reuse: return std::malloc(n);
-    case Api::ghp:
-#ifdef HUGEPOOL_BENCH_HAVE_HUGETLBFS
-      return get_huge_pages(round_up(n, kHuge2M), GHP_DEFAULT);
-#else
-      return nullptr;
-#endif
-    case Api::hugepool:
-#ifdef HUGEPOOL_BENCH_HAVE_LIB
-      return hugepool_alloc(n);
-#else
-      return nullptr;
-#endif
-  }
-  return nullptr;
-}
-
-void big_free(void *p) {
-  switch (g_api) {
-    case Api::malloc_free:
-    case Api::reuse: std::free(p); return;
-    case Api::ghp:
-#ifdef HUGEPOOL_BENCH_HAVE_HUGETLBFS
-      free_huge_pages(p);
-#endif
-      return;
-    case Api::hugepool:
-#ifdef HUGEPOOL_BENCH_HAVE_LIB
-      hugepool_free(p);
-#endif
-      return;
-  }
-}
 
 // HugetlbPages of this process, in kB (from /proc/self/status).
 long hugetlb_kb() {
@@ -94,21 +52,21 @@ Json row(const char *test, size_t size) {
 }
 
 void test_cached(size_t size, long batches, long batch) {
-  if (g_api == Api::reuse) return;
-  void *p = big_alloc(size);
+  if (g_reuse) return;
+  Buf p = buf_alloc(g_api, size);
   if (!p) {
     skip("alloc", g_peer + " cached " + size_name(size), "allocation failed");
     return;
   }
-  std::memset(p, 1, size);
-  big_free(p);
+  std::memset(p.p, 1, size);
+  buf_free(p);
   std::vector<double> per_op;
   for (long b = 0; b < batches; ++b) {
     const uint64_t t0 = now_ns();
     for (long i = 0; i < batch; ++i) {
-      void *q = big_alloc(size);
-      escape(q);
-      big_free(q);
+      Buf q = buf_alloc(g_api, size);
+      escape(q.p);
+      buf_free(q);
     }
     per_op.push_back(static_cast<double>(now_ns() - t0) / static_cast<double>(batch));
   }
@@ -121,7 +79,7 @@ void test_cached(size_t size, long batches, long batch) {
 // the round's: on a machine shared with other work, waiting for the other
 // thread to be scheduled is not a cost of the allocator.
 void test_threads(size_t size, int nthreads, long batches, long batch) {
-  if (g_api == Api::reuse) return;
+  if (g_reuse) return;
   std::atomic<int> arrived{0};
   std::atomic<long> round{-1};
   std::atomic<bool> failed{false};
@@ -129,13 +87,13 @@ void test_threads(size_t size, int nthreads, long batches, long batch) {
   auto work = [&](int t, long b) {
     const uint64_t t0 = now_ns();
     for (long i = 0; i < batch; ++i) {
-      void *q = big_alloc(size);
+      Buf q = buf_alloc(g_api, size);
       if (!q) {
         failed = true;
         return;
       }
-      escape(q);
-      big_free(q);
+      escape(q.p);
+      buf_free(q);
     }
     if (b) samples[static_cast<size_t>(t)].push_back(static_cast<double>(now_ns() - t0) / static_cast<double>(batch));
   };
@@ -170,37 +128,37 @@ void test_threads(size_t size, int nthreads, long batches, long batch) {
 
 // Hit cost with `others` freed 2 MB buffers cached beside the 4 MB one.
 void test_depth(size_t others, long batches, long batch) {
-  if (g_api == Api::reuse) return;
+  if (g_reuse) return;
 #ifdef HUGEPOOL_BENCH_HAVE_LIB
-  if (g_api == Api::hugepool) hugepool_set_cache_limits(others + 16, size_t{1} << 40);
+  if (g_api == Page::hugepool) hugepool_set_cache_limits(others + 16, size_t{1} << 40);
 #endif
-  std::vector<void *> v;
+  std::vector<Buf> v;
   for (size_t i = 0; i < others; ++i) {
-    void *p = big_alloc(2 * kMB);
+    Buf p = buf_alloc(g_api, 2 * kMB);
     if (!p) {
       skip("alloc", g_peer + " depth " + std::to_string(others), "allocation failed");
-      for (void *q : v) big_free(q);
+      for (Buf &q : v) buf_free(q);
       return;
     }
-    static_cast<char *>(p)[0] = 1;
+    static_cast<char *>(p.p)[0] = 1;
     v.push_back(p);
   }
-  for (void *q : v) big_free(q);
-  void *p = big_alloc(4 * kMB);
-  if (p) std::memset(p, 1, 4 * kMB);
-  big_free(p);
+  for (Buf &q : v) buf_free(q);
+  Buf p = buf_alloc(g_api, 4 * kMB);
+  if (p) std::memset(p.p, 1, 4 * kMB);
+  buf_free(p);
   std::vector<double> per_op;
   for (long b = 0; b < batches; ++b) {
     const uint64_t t0 = now_ns();
     for (long i = 0; i < batch; ++i) {
-      void *q = big_alloc(4 * kMB);
-      escape(q);
-      big_free(q);
+      Buf q = buf_alloc(g_api, 4 * kMB);
+      escape(q.p);
+      buf_free(q);
     }
     per_op.push_back(static_cast<double>(now_ns() - t0) / static_cast<double>(batch));
   }
 #ifdef HUGEPOOL_BENCH_HAVE_LIB
-  if (g_api == Api::hugepool) hugepool_trim();
+  if (g_api == Page::hugepool) hugepool_trim();
 #endif
   row("depth", 4 * kMB)
       .integer("cached_others", static_cast<long long>(others))
@@ -212,30 +170,30 @@ void test_depth(size_t others, long batches, long batch) {
 void test_memset(size_t size, long reps) {
   std::vector<double> t;
   long huge_kb = -1;
-  void *kept = g_api == Api::reuse ? big_alloc(size) : nullptr;
-  if (g_api == Api::reuse && !kept) {
+  Buf kept = g_reuse ? buf_alloc(g_api, size) : Buf{};
+  if (g_reuse && !kept) {
     skip("alloc", g_peer + " memset " + size_name(size), "allocation failed");
     return;
   }
   for (long r = 0; r < reps + 1; ++r) {  // the first iteration is a warm-up
     const uint64_t t0 = now_ns();
-    void *p = kept ? kept : big_alloc(size);
+    Buf p = kept ? kept : buf_alloc(g_api, size);
     if (!p) {
       skip("alloc", g_peer + " memset " + size_name(size), "allocation failed");
       return;
     }
-    std::memset(p, static_cast<int>(r), size);
+    std::memset(p.p, static_cast<int>(r), size);
     if (r == 1) huge_kb = hugetlb_kb();
-    escape(p);
-    if (!kept) big_free(p);
+    escape(p.p);
+    if (!kept) buf_free(p);
     if (r) t.push_back(static_cast<double>(now_ns() - t0));
   }
-  if (kept) big_free(kept);
+  buf_free(kept);
   row("memset", size).integer("hugetlb_kb", huge_kb).stats("iter_ns", "ns", summarise(t)).emit();
 }
 
 void test_mixed(long steps, size_t largest) {
-  if (g_api == Api::reuse) return;
+  if (g_reuse) return;
   static const size_t all_mb[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
   std::vector<size_t> mb;
   for (size_t m : all_mb)
@@ -246,20 +204,20 @@ void test_mixed(long steps, size_t largest) {
   long huge_kb = 0;
   for (long s = 0; s < steps + 1; ++s) {
     const uint64_t t0 = now_ns();
-    std::vector<std::pair<void *, size_t>> live;
+    std::vector<Buf> live;
     std::vector<void *> small;
     const int nbuf = 4 + static_cast<int>(rng() % 5);
     for (int i = 0; i < nbuf; ++i) {
       const size_t n = mb[rng() % mb.size()] * kMB;
-      void *p = big_alloc(n);
+      Buf p = buf_alloc(g_api, n);
       if (!p) {
         skip("alloc", g_peer + " mixed", "allocation failed");
-        for (auto &x : live) big_free(x.first);
+        for (auto &x : live) buf_free(x);
         for (void *q : small) std::free(q);
         return;
       }
-      std::memset(p, i, n);
-      live.emplace_back(p, n);
+      std::memset(p.p, i, n);
+      live.push_back(p);
       for (int k = 0; k < 50; ++k) {
         void *q = std::malloc(64 + rng() % 16384);
         escape(q);
@@ -268,7 +226,7 @@ void test_mixed(long steps, size_t largest) {
     }
     huge_kb = std::max(huge_kb, hugetlb_kb());
     std::shuffle(live.begin(), live.end(), rng);
-    for (auto &x : live) big_free(x.first);
+    for (auto &x : live) buf_free(x);
     for (void *q : small) std::free(q);
     if (s) t.push_back(static_cast<double>(now_ns() - t0));
   }
@@ -287,29 +245,23 @@ int main(int argc, char **argv) {
   using namespace hb;
   Args a(argc, argv, 1);
   const std::string api = a.get("api", "malloc");
-  if (api == "malloc")
-    g_api = Api::malloc_free;
-  else if (api == "reuse")
-    g_api = Api::reuse;
+  if (api == "malloc" || api == "reuse")
+    g_api = Page::heap;
   else if (api == "ghp")
-    g_api = Api::ghp;
+    g_api = Page::ghp;
   else if (api == "hugepool")
-    g_api = Api::hugepool;
-  else
-    die("unknown --api " + api);
+    g_api = Page::hugepool;
+  else die("unknown --api " + api);
+  g_reuse = api == "reuse";
   g_peer = a.get("peer", api);
-#ifndef HUGEPOOL_BENCH_HAVE_HUGETLBFS
-  if (g_api == Api::ghp) {
+  if (g_api == Page::ghp && !have_hugetlbfs()) {
     skip("alloc", g_peer, "built without libhugetlbfs");
     return 0;
   }
-#endif
-#ifndef HUGEPOOL_BENCH_HAVE_LIB
-  if (g_api == Api::hugepool) {
+  if (g_api == Page::hugepool && !have_hugepool()) {
     skip("alloc", g_peer, "built without the hugepool library");
     return 0;
   }
-#endif
   const auto tests = split(a.get("tests", "cached,memset,mixed"));
   auto want = [&](const char *t) { return std::find(tests.begin(), tests.end(), t) != tests.end(); };
   if (want("cached"))

@@ -29,6 +29,11 @@
 #ifdef HUGEPOOL_BENCH_HAVE_LIB
 #include <hugepool/hugepool.h>
 #endif
+#ifdef HUGEPOOL_BENCH_HAVE_HUGETLBFS
+extern "C" {  // the header has no C++ guard
+#include <hugetlbfs.h>
+}
+#endif
 
 namespace hb {
 
@@ -200,7 +205,19 @@ inline long pool_available(size_t page_kb) {
 }
 
 // ---------------------------------------------------------------- page types
-enum class Page { small, thp, huge2m, huge1g, hugepool };
+// Where a buffer comes from.  The first five are page types (--pages names
+// them); the last three are the allocator calls of the allocator and MPI
+// benchmarks, whose pages are whatever that allocator gives.
+enum class Page {
+  small,     // mmap, 4 KB pages (THP off)
+  thp,       // mmap, 2 MB aligned, MADV_HUGEPAGE
+  huge2m,    // mmap MAP_HUGETLB | MAP_HUGE_2MB
+  huge1g,    // mmap MAP_HUGETLB | MAP_HUGE_1GB
+  hugepool,  // hugepool_alloc
+  heap,      // malloc (glibc, or the allocator preloaded)
+  memalign,  // posix_memalign, 4 KB aligned
+  ghp,       // libhugetlbfs get_huge_pages
+};
 
 inline const char *page_name(Page p) {
   switch (p) {
@@ -209,12 +226,23 @@ inline const char *page_name(Page p) {
     case Page::huge2m: return "hugetlb";
     case Page::huge1g: return "hugetlb1g";
     case Page::hugepool: return "hugepool";
+    case Page::heap: return "malloc";
+    case Page::memalign: return "memalign";
+    case Page::ghp: return "ghp";
   }
   return "?";
 }
 
 inline bool have_hugepool() {
 #ifdef HUGEPOOL_BENCH_HAVE_LIB
+  return true;
+#else
+  return false;
+#endif
+}
+
+inline bool have_hugetlbfs() {
+#ifdef HUGEPOOL_BENCH_HAVE_HUGETLBFS
   return true;
 #else
   return false;
@@ -263,7 +291,10 @@ inline std::string unavailable(Page kind, size_t bytes, int copies = 1) {
   const size_t n = static_cast<size_t>(copies);
   switch (kind) {
     case Page::small:
-    case Page::thp: return "";
+    case Page::thp:
+    case Page::heap:
+    case Page::memalign: return "";
+    case Page::ghp: return have_hugetlbfs() ? "" : "built without libhugetlbfs";
     case Page::huge2m: {
       const long need = static_cast<long>(n * round_up(bytes, kHuge2M) / kHuge2M);
       const long have = pool_available(2048);
@@ -291,7 +322,6 @@ inline std::string unavailable(Page kind, size_t bytes, int copies = 1) {
   return "unknown page type";
 }
 
-// Map (not touch) a buffer.  Returns an empty Buf with errno set on failure.
 // The row label for (kind, bytes), or "" when this combination is not
 // measured: a 1 GB page type with a size that is not whole 1 GB pages is left
 // out silently; a page type this machine cannot give is reported as skipped.
@@ -306,6 +336,8 @@ inline std::string measured_label(const char *bench, Page kind, size_t bytes, co
   return what;
 }
 
+// Allocate (not touch) a buffer.  Returns an empty Buf with errno set on
+// failure.
 inline Buf buf_alloc(Page kind, size_t bytes) {
   Buf b;
   b.kind = kind;
@@ -351,18 +383,56 @@ inline Buf buf_alloc(Page kind, size_t bytes) {
       return Buf{};
 #endif
     }
+    case Page::heap: {
+      b.p = static_cast<char *>(std::malloc(bytes));
+      if (!b.p) return Buf{};
+      b.base = b.p;
+      b.maplen = bytes;
+      return b;
+    }
+    case Page::memalign: {
+      void *p = nullptr;
+      if (posix_memalign(&p, kSmallPage, bytes) != 0) return Buf{};
+      b.p = static_cast<char *>(p);
+      b.base = p;
+      b.maplen = bytes;
+      return b;
+    }
+    case Page::ghp: {
+#ifdef HUGEPOOL_BENCH_HAVE_HUGETLBFS
+      b.maplen = round_up(bytes, kHuge2M);
+      b.base = get_huge_pages(b.maplen, GHP_DEFAULT);
+      if (!b.base) return Buf{};
+      b.p = static_cast<char *>(b.base);
+      return b;
+#else
+      errno = ENOTSUP;
+      return Buf{};
+#endif
+    }
   }
   return Buf{};
 }
 
 inline void buf_free(Buf &b) {
   if (!b.p) return;
-  if (b.kind == Page::hugepool) {
+  switch (b.kind) {
+    case Page::small:
+    case Page::thp:
+    case Page::huge2m:
+    case Page::huge1g: munmap(b.base, b.maplen); break;
+    case Page::hugepool:
 #ifdef HUGEPOOL_BENCH_HAVE_LIB
-    hugepool_free(b.p);
+      hugepool_free(b.p);
 #endif
-  } else {
-    munmap(b.base, b.maplen);
+      break;
+    case Page::heap:
+    case Page::memalign: std::free(b.p); break;
+    case Page::ghp:
+#ifdef HUGEPOOL_BENCH_HAVE_HUGETLBFS
+      free_huge_pages(b.base);
+#endif
+      break;
   }
   b = Buf{};
 }

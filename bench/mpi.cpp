@@ -20,42 +20,8 @@ namespace {
 int g_rank = 0, g_size = 1;
 std::string g_tls;
 
-enum class Mem { memalign, hugetlb, hugepool };
-const char *mem_name(Mem m) { return m == Mem::memalign ? "memalign" : m == Mem::hugetlb ? "hugetlb" : "hugepool"; }
-
-void *mem_alloc(Mem m, size_t n) {
-  switch (m) {
-    case Mem::memalign: {
-      void *p = nullptr;
-      return posix_memalign(&p, 4096, n) == 0 ? p : nullptr;
-    }
-    case Mem::hugetlb: {
-      void *p = mmap(nullptr, round_up(n, kHuge2M), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB, -1, 0);
-      return p == MAP_FAILED ? nullptr : p;
-    }
-    case Mem::hugepool:
-#ifdef HUGEPOOL_BENCH_HAVE_LIB
-      return hugepool_alloc(n);
-#else
-      return nullptr;
-#endif
-  }
-  return nullptr;
-}
-
-void mem_free(Mem m, void *p, size_t n) {
-  if (!p) return;
-  switch (m) {
-    case Mem::memalign: std::free(p); return;
-    case Mem::hugetlb: munmap(p, round_up(n, kHuge2M)); return;
-    case Mem::hugepool:
-#ifdef HUGEPOOL_BENCH_HAVE_LIB
-      hugepool_free(p);
-#endif
-      return;
-  }
-}
+// The buffer kinds compared (common.hpp's buf_alloc): Page::memalign,
+// Page::huge2m ("hugetlb") and Page::hugepool.
 
 // Every rank must agree that the allocation worked.
 bool all_ok(bool ok) {
@@ -68,20 +34,27 @@ void mpi_skip(const std::string &what, const std::string &why) {
   if (g_rank == 0) skip("mpi", what + " tls=" + g_tls, why);
 }
 
-Json row(const char *test, Mem m, size_t size) {
+Json row(const char *test, Page m, size_t size) {
   Json j;
-  j.str("bench", "mpi").str("test", test).str("tls", g_tls).str("mem", mem_name(m))
-      .integer("size", static_cast<long long>(size)).integer("ranks", g_size);
+  j.str("bench", "mpi")
+      .str("test", test)
+      .str("tls", g_tls)
+      .str("mem", page_name(m))
+      .integer("size", static_cast<long long>(size))
+      .integer("ranks", g_size);
   return j;
 }
 
-std::vector<Mem> parse_mems(const std::string &s) {
-  std::vector<Mem> out;
+std::vector<Page> parse_mems(const std::string &s) {
+  std::vector<Page> out;
   for (const auto &x : split(s)) {
-    if (x == "memalign") out.push_back(Mem::memalign);
-    else if (x == "hugetlb") out.push_back(Mem::hugetlb);
+    if (x == "memalign")
+      out.push_back(Page::memalign);
+    else if (x == "hugetlb")
+      out.push_back(Page::huge2m);
     else if (x == "hugepool") {
-      if (have_hugepool()) out.push_back(Mem::hugepool);
+      if (have_hugepool())
+        out.push_back(Page::hugepool);
       else mpi_skip("hugepool buffers", "built without the hugepool library");
     } else die("unknown buffer kind " + x);
   }
@@ -135,28 +108,27 @@ void run_interleaved(std::vector<std::unique_ptr<Case>> &cases, long reps) {
 // ---------------------------------------------------------------- ping-pong
 class PingPong : public Case {
  public:
-  PingPong(Mem m, size_t size) : m_(m), size_(size) {
-    buf_ = static_cast<char *>(mem_alloc(m, size));
-    ok = all_ok(buf_ != nullptr);
+  PingPong(Page m, size_t size) : m_(m), size_(size), buf_(buf_alloc(m, size)) {
+    ok = all_ok(static_cast<bool>(buf_));
     if (!ok) {
-      mpi_skip(std::string("pingpong ") + mem_name(m) + " " + size_name(size), "buffer allocation failed");
+      mpi_skip(std::string("pingpong ") + page_name(m) + " " + size_name(size), "buffer allocation failed");
       return;
     }
-    std::memset(buf_, g_rank, size);
-    page_kb_ = page_kb_of(buf_);
+    std::memset(buf_.p, g_rank, size);
+    page_kb_ = page_kb_of(buf_.p);
     iters_ = std::max(4L, std::min(1000L, static_cast<long>(256 * kMB / size)));
   }
-  ~PingPong() override { mem_free(m_, buf_, size_); }
+  ~PingPong() override { buf_free(buf_); }
   double run_once() override {
     const int n = static_cast<int>(size_);
     const double t0 = MPI_Wtime();
     for (long i = 0; i < iters_; ++i) {
       if (g_rank == 0) {
-        MPI_Send(buf_, n, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
-        MPI_Recv(buf_, n, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(buf_.p, n, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+        MPI_Recv(buf_.p, n, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       } else if (g_rank == 1) {
-        MPI_Recv(buf_, n, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Send(buf_, n, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+        MPI_Recv(buf_.p, n, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(buf_.p, n, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
       }
     }
     return (MPI_Wtime() - t0) / static_cast<double>(iters_) / 2 * 1e6;  // half round trip, µs
@@ -166,30 +138,30 @@ class PingPong : public Case {
   }
 
  private:
-  Mem m_;
+  Page m_;
   size_t size_;
-  char *buf_ = nullptr;
+  Buf buf_;
   long page_kb_ = -1, iters_ = 1;
 };
 
 // ---------------------------------------------------------------- halo
 class Halo : public Case {
  public:
-  Halo(Mem m, size_t face, bool concurrent) : m_(m), face_(face), concurrent_(concurrent) {
+  Halo(Page m, size_t face, bool concurrent) : m_(m), face_(face), concurrent_(concurrent) {
     int periods[4] = {1, 1, 1, 1};
     MPI_Dims_create(g_size, 4, dims_);
     MPI_Cart_create(MPI_COMM_WORLD, 4, dims_, periods, 0, &cart_);
     bool good = true;
     for (int i = 0; i < 8; ++i) {
-      send_[i] = static_cast<char *>(mem_alloc(m, face));
-      recv_[i] = static_cast<char *>(mem_alloc(m, face));
+      send_[i] = buf_alloc(m, face);
+      recv_[i] = buf_alloc(m, face);
       good = good && send_[i] && recv_[i];
-      if (send_[i]) std::memset(send_[i], i, face);
-      if (recv_[i]) std::memset(recv_[i], 0, face);
+      if (send_[i]) std::memset(send_[i].p, i, face);
+      if (recv_[i]) std::memset(recv_[i].p, 0, face);
     }
     ok = all_ok(good);
     if (!ok) {
-      mpi_skip(std::string(variant()) + " " + mem_name(m) + " " + size_name(face), "buffer allocation failed");
+      mpi_skip(std::string(variant()) + " " + page_name(m) + " " + size_name(face), "buffer allocation failed");
       return;
     }
     for (int d = 0; d < 4; ++d) MPI_Cart_shift(cart_, d, 1, &lo_[d], &hi_[d]);
@@ -197,8 +169,8 @@ class Halo : public Case {
   }
   ~Halo() override {
     for (int i = 0; i < 8; ++i) {
-      mem_free(m_, send_[i], face_);
-      mem_free(m_, recv_[i], face_);
+      buf_free(send_[i]);
+      buf_free(recv_[i]);
     }
     MPI_Comm_free(&cart_);
   }
@@ -211,10 +183,10 @@ class Halo : public Case {
       int nreq = 0;
       for (int d = 0; d < 4; ++d) {
         // Face 2d goes down (-d) and arrives from up; face 2d+1 the other way.
-        MPI_Irecv(recv_[2 * d], n, MPI_BYTE, hi_[d], 2 * d, cart_, &req[nreq++]);
-        MPI_Irecv(recv_[2 * d + 1], n, MPI_BYTE, lo_[d], 2 * d + 1, cart_, &req[nreq++]);
-        MPI_Isend(send_[2 * d], n, MPI_BYTE, lo_[d], 2 * d, cart_, &req[nreq++]);
-        MPI_Isend(send_[2 * d + 1], n, MPI_BYTE, hi_[d], 2 * d + 1, cart_, &req[nreq++]);
+        MPI_Irecv(recv_[2 * d].p, n, MPI_BYTE, hi_[d], 2 * d, cart_, &req[nreq++]);
+        MPI_Irecv(recv_[2 * d + 1].p, n, MPI_BYTE, lo_[d], 2 * d + 1, cart_, &req[nreq++]);
+        MPI_Isend(send_[2 * d].p, n, MPI_BYTE, lo_[d], 2 * d, cart_, &req[nreq++]);
+        MPI_Isend(send_[2 * d + 1].p, n, MPI_BYTE, hi_[d], 2 * d + 1, cart_, &req[nreq++]);
         if (!concurrent_) {
           MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
           nreq = 0;
@@ -231,12 +203,12 @@ class Halo : public Case {
   }
 
  private:
-  Mem m_;
+  Page m_;
   size_t face_;
   bool concurrent_;
   int dims_[4] = {0, 0, 0, 0}, lo_[4] = {}, hi_[4] = {};
   MPI_Comm cart_ = MPI_COMM_NULL;
-  char *send_[8] = {}, *recv_[8] = {};
+  Buf send_[8], recv_[8];
   long iters_ = 1;
 };
 
@@ -246,23 +218,25 @@ class Halo : public Case {
 // inside every call, as codes that allocate scratch space per call do.
 class Allreduce : public Case {
  public:
-  Allreduce(Mem m, size_t bytes, bool fresh)
-      : m_(m), bytes_(bytes), fresh_(fresh), count_(bytes / sizeof(double)),
+  Allreduce(Page m, size_t bytes, bool fresh)
+      : m_(m),
+        bytes_(bytes),
+        fresh_(fresh),
+        count_(bytes / sizeof(double)),
         per_((count_ + static_cast<size_t>(g_size) - 1) / static_cast<size_t>(g_size)),
-        in_(count_, 1.0 + g_rank), out_(count_) {
+        in_(count_, 1.0 + g_rank),
+        out_(count_) {
     if (!fresh_) {
-      work_ = static_cast<double *>(mem_alloc(m, work_bytes()));
-      chunk_ = static_cast<double *>(mem_alloc(m, per_ * sizeof(double)));
+      work_ = buf_alloc(m, work_bytes());
+      chunk_ = buf_alloc(m, per_ * sizeof(double));
     }
     ok = all_ok(fresh_ || (work_ && chunk_));
-    if (!ok) mpi_skip(std::string(variant()) + " " + mem_name(m) + " " + size_name(bytes), "buffer allocation failed");
+    if (!ok) mpi_skip(std::string(variant()) + " " + page_name(m) + " " + size_name(bytes), "buffer allocation failed");
     iters_ = std::max(3L, std::min(100L, static_cast<long>(256 * kMB / bytes)));
   }
   ~Allreduce() override {
-    if (!fresh_) {
-      mem_free(m_, work_, work_bytes());
-      mem_free(m_, chunk_, per_ * sizeof(double));
-    }
+    buf_free(work_);
+    buf_free(chunk_);
   }
   const char *variant() const { return fresh_ ? "allreduce_alloc" : "allreduce_reuse"; }
   double run_once() override {
@@ -276,7 +250,8 @@ class Allreduce : public Case {
   }
   void emit(const Summary &s) override {
     if (!correct_) {
-      mpi_skip(std::string(variant()) + " " + mem_name(m_) + " " + size_name(bytes_), "wrong result or allocation failure");
+      mpi_skip(std::string(variant()) + " " + page_name(m_) + " " + size_name(bytes_),
+               "wrong result or allocation failure");
       return;
     }
     row(variant(), m_, bytes_).integer("iters", iters_).stats("call_us", "us", s).emit();
@@ -285,9 +260,10 @@ class Allreduce : public Case {
  private:
   size_t work_bytes() const { return per_ * static_cast<size_t>(g_size) * sizeof(double); }
   bool call() {
-    double *work = fresh_ ? static_cast<double *>(mem_alloc(m_, work_bytes())) : work_;
-    double *chunk = fresh_ ? static_cast<double *>(mem_alloc(m_, per_ * sizeof(double))) : chunk_;
-    const bool have = all_ok(work && chunk);
+    Buf work_buf = fresh_ ? buf_alloc(m_, work_bytes()) : work_;
+    Buf chunk_buf = fresh_ ? buf_alloc(m_, per_ * sizeof(double)) : chunk_;
+    const bool have = all_ok(work_buf && chunk_buf);
+    auto *work = reinterpret_cast<double *>(work_buf.p), *chunk = reinterpret_cast<double *>(chunk_buf.p);
     if (have) {
       std::memcpy(work, in_.data(), count_ * sizeof(double));
       const int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size, n = static_cast<int>(per_);
@@ -306,18 +282,18 @@ class Allreduce : public Case {
       std::memcpy(out_.data(), work, count_ * sizeof(double));
     }
     if (fresh_) {
-      mem_free(m_, work, work_bytes());
-      mem_free(m_, chunk, per_ * sizeof(double));
+      buf_free(work_buf);
+      buf_free(chunk_buf);
     }
     return have;
   }
 
-  Mem m_;
+  Page m_;
   size_t bytes_;
   bool fresh_;
   size_t count_, per_;
   std::vector<double> in_, out_;
-  double *work_ = nullptr, *chunk_ = nullptr;
+  Buf work_, chunk_;
   long iters_ = 1;
   bool correct_ = true;
 };
@@ -347,22 +323,23 @@ int main(int argc, char **argv) {
   if (want("pingpong"))
     for (size_t s : parse_sizes(a.get("pingpong-sizes", "1K,16K,256K,1M,4M,16M"))) {
       Cases cases;
-      for (Mem m : mems) cases.push_back(std::make_unique<PingPong>(m, s));
+      for (Page m : mems) cases.push_back(std::make_unique<PingPong>(m, s));
       run_interleaved(cases, reps);
     }
   if (want("halo"))
     for (bool conc : {false, true})
       for (size_t s : parse_sizes(a.get("halo-sizes", "256K,2M"))) {
         Cases cases;
-        for (Mem m : mems) cases.push_back(std::make_unique<Halo>(m, s, conc));
+        for (Page m : mems) cases.push_back(std::make_unique<Halo>(m, s, conc));
         run_interleaved(cases, reps);
       }
   if (want("allreduce"))
     for (size_t s : parse_sizes(a.get("allreduce-sizes", "1M,16M"))) {
       Cases cases;
-      for (Mem m : mems) cases.push_back(std::make_unique<Allreduce>(m, s, true));
-      for (Mem m : mems)
-        if (m != Mem::hugepool) cases.push_back(std::make_unique<Allreduce>(m, s, false));  // reused hugetlb is what hugepool gives
+      for (Page m : mems) cases.push_back(std::make_unique<Allreduce>(m, s, true));
+      for (Page m : mems)
+        if (m != Page::hugepool)
+          cases.push_back(std::make_unique<Allreduce>(m, s, false));  // reused hugetlb is what hugepool gives
       run_interleaved(cases, reps);
     }
   MPI_Finalize();

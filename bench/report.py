@@ -183,9 +183,15 @@ def table(header, rows):
     return out
 
 
-def section_machine(R, md):
+def shows(md, findings):
+    """The paragraph of sentences computed from this run's numbers (none: no paragraph)."""
+    if findings:
+        md.append("**What this run shows.** " + " ".join(findings))
+        md.append("")
+
+
+def section_machine(R, md, plots, cost):
     m = R.machine
-    md.append("## Machine and run")
     md += table(["", ""], [
         ["CPU", f"{m.get('cpu', '?')} ({m.get('cpus', '?')} CPUs)"],
         ["kernel", m.get("kernel", "?")],
@@ -213,8 +219,7 @@ def section_machine(R, md):
     md.append("")
 
 
-def section_skips(R, md):
-    md.append("## Skipped")
+def section_skips(R, md, plots, cost):
     if not R.skips:
         md.append("Nothing was skipped.")
     else:
@@ -224,16 +229,6 @@ def section_skips(R, md):
 
 
 def section_touch(R, md, plots, cost):
-    rows = R.find(bench="touch", metric="alloc_touch_ns", phase="warm")
-    if not rows:
-        return
-    md.append("## 1. First-touch cost")
-    md.append("Time from asking for a buffer to having written one byte into each of its 4 KB pages "
-              "(map + fault + zero), then unmapped again; *warm* = back-to-back repetitions, *cold* = after the "
-              "memory was left idle for some seconds first (worst repetition shown). For hugepool the warm "
-              "repetitions are served from its cache: the pages are already faulted in; its cold case is the first "
-              "allocation after hugepool_trim() (a fresh mapping, populated by hugepool).")
-    md.append("")
     out = []
     sizes = sorted(R.values("size", bench="touch"))
     for page in ordered(R.values("page", bench="touch"), PAGE_ORDER):
@@ -291,19 +286,10 @@ def section_touch(R, md, plots, cost):
                 findings.append(f"{PAGE_LABEL[page]} at {size_name(c['size'])}: cold worst case "
                                 f"{fmt(c['max'] / w['median'], 2)}× the warm median "
                                 f"(idle {c.get('idle_s', '?')} s, {c['n']} cold repetitions).")
-    if findings:
-        md.append("**What this run shows.** " + " ".join(findings))
-        md.append("")
+    shows(md, findings)
 
 
-def section_pin(R, md, cost):
-    rows = R.find(bench="pin")
-    if not rows:
-        return
-    md.append("## 2. Pinning cost")
-    md.append("io_uring fixed-buffer registration pins every page of an already-touched buffer, the same "
-              "work an RDMA memory registration does; unregister unpins. mlock/munlock is a supporting number.")
-    md.append("")
+def section_pin(R, md, plots, cost):
     out = []
     sizes = sorted(R.values("size", bench="pin"))
     for page in ordered(R.values("page", bench="pin"), PAGE_ORDER):
@@ -331,22 +317,16 @@ def section_pin(R, md, cost):
     a = R.one(bench="pin", page="4k", size=big, metric="uring_register_ns")
     b = R.one(bench="pin", page="hugetlb", size=big, metric="uring_register_ns")
     if a and b:
-        md.append(f"**What this run shows.** Registering {size_name(big)} on 4 KB pages took {fmt_time(a['median'])}, "
-                  f"on hugetlb pages {fmt_time(b['median'])} ({fmt(a['median'] / b['median'], 2)}×). A code that "
-                  "registers a buffer per message pays this every time; one that keeps buffers registered pays it "
-                  "once.")
-        md.append("")
+        shows(md, [f"Registering {size_name(big)} on 4 KB pages took {fmt_time(a['median'])}, "
+                   f"on hugetlb pages {fmt_time(b['median'])} ({fmt(a['median'] / b['median'], 2)}×). A code that "
+                   "registers a buffer per message pays this every time; one that keeps buffers registered pays it "
+                   "once."])
 
 
 def section_cost_plot(R, md, plots, cost):
-    if not cost:
-        return
     pages = ordered(set(cost), PAGE_ORDER)
     metrics = ["first touch (warm)", "first touch (cold worst)", "io_uring register", "mlock"]
     metrics = [m for m in metrics if any(m in cost[p] for p in pages)]
-    md.append("### Cost per GiB by page type")
-    md.append("Measured at the largest size each benchmark ran, in ms per GiB (lower is better).")
-    md.append("")
     md += table(["page type"] + metrics, [[PAGE_LABEL.get(p, p)] + [fmt(cost[p].get(m)) for m in metrics]
                                           for p in pages])
     md.append("")
@@ -357,18 +337,17 @@ def section_cost_plot(R, md, plots, cost):
         md.append("")
 
 
-def section_translate(R, md, plots):
-    rows = R.find(bench="translate")
-    if not rows:
-        return
-    md.append("## 3. Translation count")
+def translate_intro(R):
     frag = [i for i in R.info if i.get("info") == "fragmenter"]
-    md.append("Physically-contiguous, power-of-two chunks of at most 2 MB that each buffer needs, read from "
-              "/proc/self/pagemap: the number of translation entries an Omni-Path (hfi1) style driver programs to "
-              "register it. *fresh* = the node as it was; *fragmented* = after a fragmenter took " +
-              ", ".join(f"{size_name(f['bytes'])} of 4 KB pages and freed {'every other one' if f['mode'] == 'alternate' else 'a random half'}"
-                        for f in frag) + ". The ideal is one chunk per 2 MB.")
-    md.append("")
+    return ("Physically-contiguous, power-of-two chunks of at most 2 MB that each buffer needs, read from "
+            "/proc/self/pagemap: the number of translation entries an Omni-Path (hfi1) style driver programs to "
+            "register it. *fresh* = the node as it was; *fragmented* = after a fragmenter took " +
+            ", ".join(f"{size_name(f['bytes'])} of 4 KB pages and freed "
+                      f"{'every other one' if f['mode'] == 'alternate' else 'a random half'}" for f in frag) +
+            ". The ideal is one chunk per 2 MB.")
+
+
+def section_translate(R, md, plots, cost):
     out = []
     states = ordered(R.values("state", bench="translate"), ["fresh", "fragmented-alternate", "fragmented-random"])
     sizes = sorted(R.values("size", bench="translate"))
@@ -413,20 +392,10 @@ def section_translate(R, md, plots):
         findings.append(f"THP after fragmentation: at worst {fmt(max(r['max'] / r['per_2m_ideal'] for r in t), 4)} "
                         "chunk(s) per 2 MB (THP depends on the kernel finding or compacting free 2 MB blocks at "
                         "fault time; hugetlb pages were set aside before).")
-    if findings:
-        md.append("**What this run shows.** " + " ".join(findings))
-        md.append("")
+    shows(md, findings)
 
 
-def section_cma(R, md, plots):
-    rows = R.find(bench="cma")
-    if not rows:
-        return
-    md.append("## 4. Cross-process copy (CMA)")
-    md.append("process_vm_readv / process_vm_writev between two processes, the single-copy path intra-node MPI "
-              "uses for large messages; the kernel pins the remote buffer on every call. *local* is the caller's "
-              "buffer, *remote* the other process's. A same-process memcpy gives the copy limit.")
-    md.append("")
+def section_cma(R, md, plots, cost):
     out = []
     sizes = sorted(R.values("size", bench="cma"))
     for page in ordered(R.values("local", bench="cma"), PAGE_ORDER):
@@ -483,19 +452,10 @@ def section_cma(R, md, plots):
                             f"{fmt(size / b['median'])} GB/s into a 4 KB local buffer, against {fmt(size / a['median'])} "
                             f"GB/s with both on 4 KB pages and {fmt(size / c['median'])} GB/s from a remote 4 KB "
                             "buffer into local hugetlb: the remote (pinned) side's page type decides.")
-    if findings:
-        md.append("**What this run shows.** " + " ".join(findings))
-        md.append("")
+    shows(md, findings)
 
 
-def section_tlb(R, md, plots):
-    rows = R.find(bench="tlb")
-    if not rows:
-        return
-    md.append("## 5. TLB reach")
-    md.append("Dependent loads through a random cycle over every 64-byte line of the buffer: each step misses "
-              "the caches; with small pages it also misses the TLB and walks the page table.")
-    md.append("")
+def section_tlb(R, md, plots, cost):
     sizes = sorted(R.values("size", bench="tlb"))
     pages = ordered(R.values("page", bench="tlb"), PAGE_ORDER)
     out = []
@@ -516,22 +476,12 @@ def section_tlb(R, md, plots):
     big = max(sizes)
     a, b = R.one(bench="tlb", page="4k", size=big), R.one(bench="tlb", page="hugetlb", size=big)
     if a and b:
-        md.append(f"**What this run shows.** Over {size_name(big)}, a random access cost {fmt(a['median'])} ns on 4 KB "
-                  f"pages and {fmt(b['median'])} ns on hugetlb 2 MB pages ({fmt(a['median'] / b['median'], 2)}×). "
-                  "This matters for codes that gather/scatter into large buffers; for streaming copies it does not.")
-        md.append("")
+        shows(md, [f"Over {size_name(big)}, a random access cost {fmt(a['median'])} ns on 4 KB "
+                   f"pages and {fmt(b['median'])} ns on hugetlb 2 MB pages ({fmt(a['median'] / b['median'], 2)}×). "
+                   "This matters for codes that gather/scatter into large buffers; for streaming copies it does not."])
 
 
-def section_mpi(R, md, plots):
-    rows = R.find(bench="mpi")
-    if not rows:
-        return
-    md.append("## 6. MPI (MPICH, 2 ranks bound to cores)")
-    md.append("Buffers from posix_memalign (4 KB pages), mmap MAP_HUGETLB (hugetlb), and hugepool_alloc. "
-              "*default* = UCX's default transports (large messages take the CMA single-copy path); "
-              "*posix,self* = UCX_TLS=posix,self, copy through shared memory: the control. All MPI runs set "
-              "UCX_MEM_MALLOC_HOOKS=n UCX_MEM_MALLOC_RELOC=n (needed with a caching allocator).")
-    md.append("")
+def section_mpi(R, md, plots, cost):
     tlss = ordered(R.values("tls", bench="mpi"), ["default", "posix,self"])
     mems = ordered(R.values("mem", bench="mpi"), ["memalign", "hugetlb", "hugepool"])
     sizes = sorted(R.values("size", bench="mpi", test="pingpong"))
@@ -627,23 +577,10 @@ def section_mpi(R, md, plots):
                 findings.append(f"allreduce {size_name(size)} allocating per call ({t}): hugepool "
                                 f"{fmt_time(b['median'] * 1e3)}, memalign {fmt_time(a['median'] * 1e3)}"
                                 + (f", memalign reused {fmt_time(c['median'] * 1e3)}." if c else "."))
-    if findings:
-        md.append("**What this run shows.** " + " ".join(findings))
-        md.append("")
+    shows(md, findings)
 
 
-def section_alloc(R, md, plots):
-    rows = R.find(bench="alloc")
-    if not rows:
-        return
-    md.append("## 7. Allocator comparison")
-    md.append("Same binary, same run. glibc rows: plain, and with GLIBC_TUNABLES=glibc.malloc.hugetlb=2; jemalloc "
-              "and mimalloc by LD_PRELOAD into the binary that only calls malloc/free; libhugetlbfs "
-              "get_huge_pages/free_huge_pages (on a private hugetlbfs mount); hugepool_alloc/hugepool_free; "
-              "and a baseline that allocates one buffer once and reuses it without freeing. *hugetlb in use* is "
-              "the process's HugetlbPages from /proc/self/status while the buffer was live: it shows which peers "
-              "really got hugetlb pages.")
-    md.append("")
+def section_alloc(R, md, plots, cost):
     peers = ordered(R.values("peer", bench="alloc"), PEER_ORDER)
     cs = sorted(R.values("size", bench="alloc", test="cached"))
     if cs:
@@ -703,9 +640,7 @@ def section_alloc(R, md, plots):
                 if u:
                     s += f", reuse baseline {fmt_time(u['median'])}"
                 findings.append(s + ".")
-        if findings:
-            md.append("**What this run shows.** " + " ".join(findings))
-            md.append("")
+        shows(md, findings)
     th = R.find(bench="alloc", test="threads")
     if th:
         counts = sorted(R.values("threads", bench="alloc", test="threads"))
@@ -756,6 +691,73 @@ def section_alloc(R, md, plots):
         md.append("")
 
 
+# ---------------------------------------------------------------- the report
+class Section:
+    """One part of report.md: its heading, the paragraph under it (a string, or a function of the results),
+    whether this run has anything for it, and the function that writes the rest.  Numbered sections take
+    their number from their place in SECTIONS, whether or not a run has them ("## 5. TLB reach" is always 5)."""
+
+    def __init__(self, title, body, intro=None, present=lambda R, cost: True, numbered=True, level=2):
+        self.title, self.body, self.intro, self.present = title, body, intro, present
+        self.numbered, self.level = numbered, level
+
+
+def rows_of(**kw):
+    return lambda R, cost: bool(R.find(**kw))
+
+
+SECTIONS = [
+    Section("Machine and run", section_machine, numbered=False),
+    Section("Skipped", section_skips, numbered=False),
+    Section("First-touch cost", section_touch, present=rows_of(bench="touch", metric="alloc_touch_ns", phase="warm"),
+            intro="Time from asking for a buffer to having written one byte into each of its 4 KB pages "
+                  "(map + fault + zero), then unmapped again; *warm* = back-to-back repetitions, *cold* = after the "
+                  "memory was left idle for some seconds first (worst repetition shown). For hugepool the warm "
+                  "repetitions are served from its cache: the pages are already faulted in; its cold case is the "
+                  "first allocation after hugepool_trim() (a fresh mapping, populated by hugepool)."),
+    Section("Pinning cost", section_pin, present=rows_of(bench="pin"),
+            intro="io_uring fixed-buffer registration pins every page of an already-touched buffer, the same "
+                  "work an RDMA memory registration does; unregister unpins. mlock/munlock is a supporting number."),
+    # Filled in by the two sections above (cost: page type -> {what: ms per GiB}).
+    Section("Cost per GiB by page type", section_cost_plot, present=lambda R, cost: bool(cost), numbered=False,
+            level=3, intro="Measured at the largest size each benchmark ran, in ms per GiB (lower is better)."),
+    Section("Translation count", section_translate, present=rows_of(bench="translate"), intro=translate_intro),
+    Section("Cross-process copy (CMA)", section_cma, present=rows_of(bench="cma"),
+            intro="process_vm_readv / process_vm_writev between two processes, the single-copy path intra-node MPI "
+                  "uses for large messages; the kernel pins the remote buffer on every call. *local* is the "
+                  "caller's buffer, *remote* the other process's. A same-process memcpy gives the copy limit."),
+    Section("TLB reach", section_tlb, present=rows_of(bench="tlb"),
+            intro="Dependent loads through a random cycle over every 64-byte line of the buffer: each step misses "
+                  "the caches; with small pages it also misses the TLB and walks the page table."),
+    Section("MPI (MPICH, 2 ranks bound to cores)", section_mpi, present=rows_of(bench="mpi"),
+            intro="Buffers from posix_memalign (4 KB pages), mmap MAP_HUGETLB (hugetlb), and hugepool_alloc. "
+                  "*default* = UCX's default transports (large messages take the CMA single-copy path); "
+                  "*posix,self* = UCX_TLS=posix,self, copy through shared memory: the control. All MPI runs set "
+                  "UCX_MEM_MALLOC_HOOKS=n UCX_MEM_MALLOC_RELOC=n (needed with a caching allocator)."),
+    Section("Allocator comparison", section_alloc, present=rows_of(bench="alloc"),
+            intro="Same binary, same run. glibc rows: plain, and with GLIBC_TUNABLES=glibc.malloc.hugetlb=2; "
+                  "jemalloc and mimalloc by LD_PRELOAD into the binary that only calls malloc/free; libhugetlbfs "
+                  "get_huge_pages/free_huge_pages (on a private hugetlbfs mount); hugepool_alloc/hugepool_free; "
+                  "and a baseline that allocates one buffer once and reuses it without freeing. *hugetlb in use* "
+                  "is the process's HugetlbPages from /proc/self/status while the buffer was live: it shows which "
+                  "peers really got hugetlb pages."),
+]
+
+
+def write_sections(R, md, plots):
+    cost = {}
+    number = 0
+    for sec in SECTIONS:
+        number += sec.numbered
+        if not sec.present(R, cost):
+            continue
+        md.append("#" * sec.level + " " + (f"{number}. " if sec.numbered else "") + sec.title)
+        if sec.intro:
+            md.append(sec.intro(R) if callable(sec.intro) else sec.intro)
+            md.append("")
+        sec.body(R, md, plots, cost)
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -778,17 +780,7 @@ def main():
                    "results": R.rows}, f, indent=1)
     plots = Plots(outdir, prefix)
     md = [f"# {title}", ""]
-    section_machine(R, md)
-    section_skips(R, md)
-    cost = {}
-    section_touch(R, md, plots, cost)
-    section_pin(R, md, cost)
-    section_cost_plot(R, md, plots, cost)
-    section_translate(R, md, plots)
-    section_cma(R, md, plots)
-    section_tlb(R, md, plots)
-    section_mpi(R, md, plots)
-    section_alloc(R, md, plots)
+    write_sections(R, md, plots)
     if plots.why_not:
         md.append(f"_No plots: {plots.why_not}._")
         md.append("")

@@ -89,6 +89,25 @@ HP_INTERNAL int os_pipe(int fds[2]);
 /* Reads one byte from a pipe: 1, 0 at end of file, or -1. */
 HP_INTERNAL int os_pipe_read_byte(int fd);
 HP_INTERNAL void os_close(int fd);
+/* Node-shared segments (segment.c).  -1 and errno on failure. */
+typedef struct os_file_info {
+  bool is_hugetlb; /* a regular file on a hugetlbfs (memfd or mount) */
+  long uid;
+  unsigned mode;
+  uint64_t ino, dev, size;
+  size_t page_size;
+} os_file_info;
+/* A nameless hugetlb file: a memfd (dir NULL) or an O_TMPFILE in dir. */
+HP_INTERNAL int os_huge_file(size_t page_size, const char *dir);
+/* Sizes the file and seals it against resizing where it can be sealed. */
+HP_INTERNAL int os_huge_file_size(int fd, size_t size);
+HP_INTERNAL void *os_map_shared(int fd, size_t size);
+/* A descriptor for descriptor `fd` of process `pid` (same user only). */
+HP_INTERNAL int os_peer_fd(long pid, int fd);
+HP_INTERNAL int os_huge_file_info(int fd, os_file_info *out);
+HP_INTERNAL int os_find_hugetlbfs(size_t page_size, char *buf, size_t len);
+HP_INTERNAL long os_euid(void);
+HP_INTERNAL long os_pid(void);
 
 /* ---- options (option-table.c: the table; options.c: this process's values)
  * Each option has a default for programs linked with the library and one

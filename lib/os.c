@@ -7,11 +7,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <numaif.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "internal.h"

@@ -177,6 +177,71 @@ HUGEPOOL_API long hugepool_pool_free_pages(int node);
 HUGEPOOL_API const char *hugepool_policy_name(hugepool_policy policy);
 HUGEPOOL_API const char *hugepool_kind_name(hugepool_kind kind);
 
+/* ---- node-shared segments ---------------------------------------------------
+ *
+ * A segment is a buffer on hugetlb pages that other processes of the same
+ * user on the node map too (ranks on one node copying into each other's
+ * communication buffers).  Like every hugepool buffer its pages are reserved
+ * when it is created: a short pool is ENOMEM from hugepool_segment_create()
+ * with one line on stderr, never a SIGBUS later, and mapping it elsewhere
+ * takes no further pages from the pool.
+ *
+ * The backing file has no name anywhere (a memfd, or an O_TMPFILE on a
+ * hugetlbfs mount): its pages go back to the pool when the last process
+ * holding it exits, however it exits.  Peers reach it through its creator's
+ * descriptor (pidfd_getfd(), else /proc/<pid>/fd/<fd>), which the kernel
+ * grants to processes of the creator's user only; the file is mode 0600 and,
+ * as a memfd, sealed against resizing.  The creator keeps the descriptor open
+ * until it unmaps the segment: peers map it while the creator holds it. */
+
+/* What a creator hands to its peers: plain integers, to send as bytes
+ * (MPI_BYTE, a socket, a file).  hugepool_segment_map() checks them all
+ * against the file it finds, so a stale or forged handle gives an error. */
+typedef struct hugepool_segment_handle {
+  int64_t pid;        /* the creator */
+  int64_t fd;         /* its descriptor of the file */
+  uint64_t ino, dev;  /* the file's identity */
+  uint64_t size;      /* bytes, a whole number of pages */
+  uint64_t page_size; /* 2 MB or 1 GB */
+} hugepool_segment_handle;
+
+typedef struct hugepool_segment {
+  void *addr;  /* the mapping in this process */
+  size_t size; /* mapped bytes: a whole number of pages */
+  size_t page_size;
+  int fd;      /* the creator's descriptor (kept until unmap); -1 in a mapper */
+  int created; /* 1: created here, 0: a peer's segment mapped here */
+  hugepool_segment_handle handle;
+} hugepool_segment;
+
+typedef struct hugepool_segment_options {
+  size_t page_size;      /* 0: hugepool_get_page_size() */
+  int node;              /* HUGEPOOL_ANY_NODE, or bind and populate the pages on this node */
+  const char *hugetlbfs; /* NULL: a memfd (no mount needed); "": the first hugetlbfs mount of
+                            the page size in /proc/self/mountinfo; else a directory on one */
+} hugepool_segment_options;
+
+#define HUGEPOOL_SEGMENT_OPTIONS_INIT \
+  { 0, HUGEPOOL_ANY_NODE, NULL }
+
+/* Creates a segment of at least `bytes` bytes (rounded up to whole pages),
+ * every page reserved and populated (on opts->node if one is given; opts may
+ * be NULL).  Returns 0, or -1 with errno: ENOMEM (pool short, one line on
+ * stderr), EINVAL (bytes 0, bad node or page size), ENOTSUP (no such page
+ * size), ENOENT (no hugetlbfs mount of that page size), or the system's. */
+HUGEPOOL_API int hugepool_segment_create(size_t bytes, const hugepool_segment_options *opts, hugepool_segment *out);
+
+/* Maps a peer's segment from its handle.  Returns 0, or -1 with errno: EPERM
+ * or EACCES (another user's segment), ESRCH (the creator is gone), ESTALE
+ * (the descriptor is now another file), EINVAL (not a hugetlb segment of
+ * that size), or the system's. */
+HUGEPOOL_API int hugepool_segment_map(const hugepool_segment_handle *handle, hugepool_segment *out);
+
+/* Unmaps a segment (created or mapped) and, in its creator, closes the
+ * descriptor.  The pages go back to the pool once no process maps it.
+ * Returns 0, or -1 with errno = EINVAL. */
+HUGEPOOL_API int hugepool_segment_unmap(hugepool_segment *seg);
+
 #ifdef __cplusplus
 }
 #endif
