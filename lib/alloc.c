@@ -338,7 +338,7 @@ void live_end_resize(const hp_block *was, const hp_block *now, hp_resize_outcome
   if (b.addr == was->addr) {
     (void)registry_update(b.addr, set_block, &b); /* in place: needs no memory */
   } else {
-    (void)registry_remove(was->addr, &old);
+    (void)registry_remove_resized(was->addr, &old);
     if (registry_insert(&b) != 0) /* the new address's stripe could not grow */
       hp_warn("hugepool_realloc(%p): no memory to track the moved buffer %p; it is no longer a hugepool buffer",
               was->addr, b.addr);

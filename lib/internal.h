@@ -222,6 +222,9 @@ HP_INTERNAL bool registry_remove(const void *addr, hp_block *out); /* false: not
 /* As registry_remove, unless the block is being resized: 0, EINVAL (not
  * live) or EBUSY (resizing; the block stays). */
 HP_INTERNAL int registry_remove_idle(const void *addr, hp_block *out);
+/* Removes the entry of a resize at addr (live_end_resize): a buffer moved
+ * away may share its old address with a new buffer mapped there since. */
+HP_INTERNAL bool registry_remove_resized(const void *addr, hp_block *out);
 HP_INTERNAL bool registry_find(const void *addr, hp_block *out); /* copies the block */
 /* Runs fn on the live block at addr with its stripe locked (fn may change
  * any field but addr) and returns fn's result; -1 with EINVAL if not live.

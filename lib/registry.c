@@ -70,13 +70,24 @@ int registry_insert(const hp_block *b) {
   return 0;
 }
 
-static hp_block *lookup(stripe *st, const void *addr) {
+/* The block at addr.  One address can have two entries for a moment: a
+ * resize that moved its buffer away has released the old range before it
+ * records the new address, and the kernel may give that range to another
+ * buffer in between.  So the entry with `resizing` as asked comes first,
+ * else the other. */
+static hp_block *lookup_as(stripe *st, const void *addr, uint32_t resizing) {
   if (!st->capacity || !addr) return NULL;
+  hp_block *other = NULL;
   for (size_t i = slot_of(addr, st->capacity);; i = (i + 1) & (st->capacity - 1)) {
-    if (st->table[i].addr == addr) return &st->table[i];
-    if (!st->table[i].addr) return NULL;
+    hp_block *b = &st->table[i];
+    if (!b->addr) return other;
+    if (b->addr != addr) continue;
+    if (!b->resizing == !resizing) return b;
+    other = b;
   }
 }
+
+static hp_block *lookup(stripe *st, const void *addr) { return lookup_as(st, addr, 0); }
 
 bool registry_find(const void *addr, hp_block *out) {
   stripe *st = stripe_of(addr);
@@ -103,6 +114,18 @@ bool registry_remove(const void *addr, hp_block *out) {
   stripe *st = stripe_of(addr);
   hp_spin_lock(&st->lock);
   hp_block *hit = lookup(st, addr);
+  if (hit) {
+    *out = *hit;
+    remove_hit(st, hit);
+  }
+  hp_spin_unlock(&st->lock);
+  return hit != NULL;
+}
+
+bool registry_remove_resized(const void *addr, hp_block *out) {
+  stripe *st = stripe_of(addr);
+  hp_spin_lock(&st->lock);
+  hp_block *hit = lookup_as(st, addr, 1);
   if (hit) {
     *out = *hit;
     remove_hit(st, hit);
