@@ -132,6 +132,6 @@ TEST_CASE("strict: a growth the pool cannot cover fails with ENOMEM and the buff
   CHECK(errno == ENOMEM);
   CHECK(pl::check(q, 6 * MiB, 8));
   CHECK(malloc_usable_size(q) == 8 * MiB);
-  CHECK(pl::counter("preload: refused (strict)") == 1);
+  CHECK(pl::counter("preload: large requests refused") == 1);
   free(q);
 }
