@@ -36,21 +36,29 @@ void *os_map_huge(size_t size, size_t page_size) {
   return p == MAP_FAILED ? NULL : p;
 }
 
-void *os_map_anon(size_t size, size_t align, bool want_thp) {
-  /* Over-map and trim so the fallback is aligned like a huge page: THP can
-   * then back every 2 MB of it, and all hugepool buffers share one alignment. */
+/* Anonymous memory of `size` bytes aligned to `align`: over-map by `align`
+ * and trim both ends.  NULL with errno on failure. */
+static char *map_aligned(size_t size, size_t align, int prot, int flags) {
   size_t span = size + align;
   if (span < size) {
     errno = ENOMEM;
     return NULL;
   }
-  char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  char *raw = mmap(NULL, span, prot, flags, -1, 0);
   if (raw == MAP_FAILED) return NULL;
   char *start = raw + ((align - (uintptr_t)raw % align) % align);
   size_t head = (size_t)(start - raw);
   size_t tail = span - head - size;
   if (head) munmap(raw, head);
   if (tail) munmap(start + size, tail);
+  return start;
+}
+
+void *os_map_anon(size_t size, size_t align, bool want_thp) {
+  /* Over-map and trim so the fallback is aligned like a huge page: THP can
+   * then back every 2 MB of it, and all hugepool buffers share one alignment. */
+  char *start = map_aligned(size, align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
+  if (start == NULL) return NULL;
   /* MADV_NOHUGEPAGE makes the 4 KB fallback honest on THP=always systems. */
   (void)madvise(start, size, want_thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
   return start;
@@ -265,19 +273,7 @@ int os_move_to_small(void *addr, size_t size, size_t page_size) {
 void *os_reserve(size_t size, size_t align) {
   /* PROT_NONE and MAP_NORESERVE: no memory, no commit charge, no pool page;
    * only the range.  Over-map and trim for the alignment, as above. */
-  size_t span = size + align;
-  if (span < size) {
-    errno = ENOMEM;
-    return NULL;
-  }
-  char *raw = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (raw == MAP_FAILED) return NULL;
-  char *start = raw + ((align - (uintptr_t)raw % align) % align);
-  size_t head = (size_t)(start - raw);
-  size_t tail = span - head - size;
-  if (head) munmap(raw, head);
-  if (tail) munmap(start + size, tail);
-  return start;
+  return map_aligned(size, align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
 }
 
 int os_unmap_to_reserve(void *addr, size_t size) {

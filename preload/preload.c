@@ -114,6 +114,22 @@ static void report_fallback(size_t size) {
   if (n > 0) os_write_stderr(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
+/* Every large request glibc serves because the pool was short: reported
+ * once, counted always. */
+static void count_fallback(size_t size) {
+  report_fallback(size);
+  atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&bytes_fallback, size, memory_order_relaxed);
+}
+
+/* Under --policy strict a request the pool cannot cover is ENOMEM (counted). */
+static bool refused_strict(void) {
+  if (!policy_strict) return false;
+  atomic_fetch_add_explicit(&n_strict_failures, 1, memory_order_relaxed);
+  errno = ENOMEM;
+  return true;
+}
+
 /* A request at or above the threshold; `alignment` (<= 2 MB, or 0) matters
  * only for the fallback: hugepool buffers are 2 MB aligned. */
 static void *large_alloc(size_t size, bool zero, size_t alignment) {
@@ -122,14 +138,8 @@ static void *large_alloc(size_t size, bool zero, size_t alignment) {
     atomic_fetch_add_explicit(&n_huge, 1, memory_order_relaxed);
     return p;
   }
-  if (policy_strict) {
-    atomic_fetch_add_explicit(&n_strict_failures, 1, memory_order_relaxed);
-    errno = ENOMEM;
-    return NULL;
-  }
-  report_fallback(size);
-  atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&bytes_fallback, size, memory_order_relaxed);
+  if (refused_strict()) return NULL;
+  count_fallback(size);
   if (alignment > 16) return __libc_memalign(alignment, size);
   return zero ? __libc_calloc(1, size) : __libc_malloc(size);
 }
@@ -197,17 +207,11 @@ size_t hpl_usable_size(void *ptr) {
 static void *realloc_huge(void *ptr, size_t size) {
   void *p = hugepool_realloc(ptr, size);
   if (HPL_LIKELY(p != NULL) || errno != ENOMEM) return p;
-  if (policy_strict) {
-    atomic_fetch_add_explicit(&n_strict_failures, 1, memory_order_relaxed);
-    errno = ENOMEM;
-    return NULL; /* the old block stays valid */
-  }
+  if (refused_strict()) return NULL; /* the old block stays valid */
   size_t old = hugepool_usable_size(ptr);
   void *fresh = __libc_malloc(size);
   if (!fresh) return NULL;
-  report_fallback(size);
-  atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&bytes_fallback, size, memory_order_relaxed);
+  count_fallback(size);
   memcpy(fresh, ptr, old < size ? old : size);
   hugepool_free(ptr);
   return fresh;
@@ -227,14 +231,8 @@ static void *realloc_glibc_to_huge(void *ptr, size_t size) {
     errno = saved;
     return fresh;
   }
-  if (policy_strict) {
-    atomic_fetch_add_explicit(&n_strict_failures, 1, memory_order_relaxed);
-    errno = ENOMEM;
-    return NULL;
-  }
-  report_fallback(size);
-  atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&bytes_fallback, size, memory_order_relaxed);
+  if (refused_strict()) return NULL;
+  count_fallback(size);
   errno = saved;
   return __libc_realloc(ptr, size);
 }
