@@ -13,7 +13,14 @@
 //        "mixed"  = an application-like step: several comm buffers of mixed
 //                   sizes alive at once and fully written, small mallocs in
 //                   between, freed in another order; time per step.
+//        "threads" = "cached" from 1, 2 and --threads-max threads at once,
+//                   each with its own buffer; wall time per pair per thread
+//                   (equal to the 1-thread row when nothing is shared);
+//        "depth"  = "cached" of a 4 MB buffer while N other freed 2 MB
+//                   buffers are cached (--depths), per pair.
+#include <atomic>
 #include <random>
+#include <thread>
 
 #include "common.hpp"
 
@@ -64,6 +71,100 @@ void test_cached(size_t size, long batches, long batch) {
     per_op.push_back(static_cast<double>(now_ns() - t0) / static_cast<double>(batch));
   }
   row("cached", size).integer("batch", batch).stats("alloc_free_ns", "ns", summarise(per_op)).emit();
+}
+
+// Alloc+free pairs of `size` from `nthreads` threads at once: each round,
+// every thread runs `batch` pairs and times its own loop; per pair = that
+// time / batch, one sample per thread and round.  A thread's own time, not
+// the round's: on a machine shared with other work, waiting for the other
+// thread to be scheduled is not a cost of the allocator.
+void test_threads(size_t size, int nthreads, long batches, long batch) {
+  if (g_reuse) return;
+  std::atomic<int> arrived{0};
+  std::atomic<long> round{-1};
+  std::atomic<bool> failed{false};
+  std::vector<std::vector<double>> samples(static_cast<size_t>(nthreads));
+  auto work = [&](int t, long b) {
+    const uint64_t t0 = now_ns();
+    for (long i = 0; i < batch; ++i) {
+      Buf q = buf_alloc(g_api, size);
+      if (!q) {
+        failed = true;
+        return;
+      }
+      escape(q.p);
+      buf_free(q);
+    }
+    if (b) samples[static_cast<size_t>(t)].push_back(static_cast<double>(now_ns() - t0) / static_cast<double>(batch));
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < nthreads; ++t)
+    pool.emplace_back([&, t] {
+      for (long b = 0; b < batches + 1; ++b) {
+        while (round.load() < b) std::this_thread::yield();
+        work(t, b);
+        arrived.fetch_add(1);
+      }
+    });
+  for (long b = 0; b < batches + 1; ++b) {  // round 0 is a warm-up
+    arrived = 0;
+    round = b;
+    work(0, b);
+    while (arrived.load() < nthreads - 1) std::this_thread::yield();
+  }
+  for (auto &t : pool) t.join();
+  if (failed) {
+    skip("alloc", g_peer + " threads " + std::to_string(nthreads), "allocation failed");
+    return;
+  }
+  std::vector<double> per_pair;
+  for (auto &v : samples) per_pair.insert(per_pair.end(), v.begin(), v.end());
+  row("threads", size)
+      .integer("threads", nthreads)
+      .integer("batch", batch)
+      .stats("pair_ns", "ns", summarise(per_pair))
+      .emit();
+}
+
+// Hit cost with `others` freed 2 MB buffers cached beside the 4 MB one.
+void test_depth(size_t others, long batches, long batch) {
+  if (g_reuse) return;
+#ifdef HUGEPOOL_BENCH_HAVE_LIB
+  if (g_api == Page::hugepool) hugepool_set_cache_limits(others + 16, size_t{1} << 40);
+#endif
+  std::vector<Buf> v;
+  for (size_t i = 0; i < others; ++i) {
+    Buf p = buf_alloc(g_api, 2 * kMB);
+    if (!p) {
+      skip("alloc", g_peer + " depth " + std::to_string(others), "allocation failed");
+      for (Buf &q : v) buf_free(q);
+      return;
+    }
+    static_cast<char *>(p.p)[0] = 1;
+    v.push_back(p);
+  }
+  for (Buf &q : v) buf_free(q);
+  Buf p = buf_alloc(g_api, 4 * kMB);
+  if (p) std::memset(p.p, 1, 4 * kMB);
+  buf_free(p);
+  std::vector<double> per_op;
+  for (long b = 0; b < batches; ++b) {
+    const uint64_t t0 = now_ns();
+    for (long i = 0; i < batch; ++i) {
+      Buf q = buf_alloc(g_api, 4 * kMB);
+      escape(q.p);
+      buf_free(q);
+    }
+    per_op.push_back(static_cast<double>(now_ns() - t0) / static_cast<double>(batch));
+  }
+#ifdef HUGEPOOL_BENCH_HAVE_LIB
+  if (g_api == Page::hugepool) hugepool_trim();
+#endif
+  row("depth", 4 * kMB)
+      .integer("cached_others", static_cast<long long>(others))
+      .integer("batch", batch)
+      .stats("alloc_free_ns", "ns", summarise(per_op))
+      .emit();
 }
 
 void test_memset(size_t size, long reps) {
@@ -129,7 +230,11 @@ void test_mixed(long steps, size_t largest) {
     for (void *q : small) std::free(q);
     if (s) t.push_back(static_cast<double>(now_ns() - t0));
   }
-  row("mixed", 0).integer("largest", static_cast<long long>(largest)).integer("hugetlb_kb", huge_kb).stats("step_ns", "ns", summarise(t)).emit();
+  row("mixed", 0)
+      .integer("largest", static_cast<long long>(largest))
+      .integer("hugetlb_kb", huge_kb)
+      .stats("step_ns", "ns", summarise(t))
+      .emit();
 }
 
 }  // namespace
@@ -164,6 +269,17 @@ int main(int argc, char **argv) {
       test_cached(s, a.num("batches", 30), a.num("batch", 1000));
   if (want("memset"))
     for (size_t s : parse_sizes(a.get("sizes", "2M,8M,64M,256M"))) test_memset(s, a.num("reps", 10));
+  if (want("threads")) {
+    const int all = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+    const int most = static_cast<int>(a.num("threads-max", all));
+    std::vector<int> counts{1, 2};
+    if (most > 2) counts.push_back(most);
+    for (size_t s : parse_sizes(a.get("cached-sizes", "2M")))
+      for (int n : counts) test_threads(s, n, a.num("batches", 30), a.num("batch", 1000));
+  }
+  if (want("depth"))
+    for (const auto &d : split(a.get("depths", "8,64,256,1024")))
+      test_depth(std::stoul(d), a.num("batches", 30), a.num("batch", 1000));
   if (want("mixed")) test_mixed(a.num("steps", 20), parse_size(a.get("mixed-max", "64M")));
   return 0;
 }

@@ -19,9 +19,10 @@ MIB = 1 << 20
 PAGE_ORDER = ["4k", "thp", "hugetlb", "hugetlb1g", "hugepool"]
 PAGE_LABEL = {"4k": "4 KB pages", "thp": "THP", "hugetlb": "hugetlb 2 MB", "hugetlb1g": "hugetlb 1 GB",
               "hugepool": "hugepool"}
-PEER_ORDER = ["glibc", "glibc-hugetlb2", "libhugetlbfs", "jemalloc", "mimalloc", "hugepool", "reuse"]
+PEER_ORDER = ["glibc", "glibc-hugetlb2", "libhugetlbfs", "jemalloc", "mimalloc", "mimalloc-large", "hugepool", "reuse"]
 PEER_LABEL = {"glibc": "glibc malloc", "glibc-hugetlb2": "glibc hugetlb=2", "libhugetlbfs": "libhugetlbfs get_huge_pages",
-              "jemalloc": "jemalloc", "mimalloc": "mimalloc", "hugepool": "hugepool", "reuse": "reuse one buffer"}
+              "jemalloc": "jemalloc", "mimalloc": "mimalloc", "mimalloc-large": "mimalloc large OS pages",
+              "hugepool": "hugepool", "reuse": "reuse one buffer"}
 
 
 def size_name(b):
@@ -640,6 +641,40 @@ def section_alloc(R, md, plots, cost):
                     s += f", reuse baseline {fmt_time(u['median'])}"
                 findings.append(s + ".")
         shows(md, findings)
+    th = R.find(bench="alloc", test="threads")
+    if th:
+        counts = sorted(R.values("threads", bench="alloc", test="threads"))
+        sizes = sorted(R.values("size", bench="alloc", test="threads"))
+        md.append("### Cached alloc + free from several threads at once (each its own buffer), ns per pair per "
+                  "thread, median [min–max]")
+        md.append("")
+        out = []
+        for p in peers:
+            for size in sizes:
+                cells = []
+                for n in counts:
+                    r = R.one(bench="alloc", peer=p, test="threads", size=size, threads=n)
+                    cells.append(f"{fmt(r['median'])} [{fmt(r['min'])}–{fmt(r['max'])}]" if r else "–")
+                if any(c != "–" for c in cells):
+                    out.append([PEER_LABEL.get(p, p), size_name(size)] + cells)
+        md += table(["allocator", "size"] + [f"{n} thread{'s' if n > 1 else ''}" for n in counts], out)
+        md.append("")
+    dp = R.find(bench="alloc", test="depth")
+    if dp:
+        depths = sorted(R.values("cached_others", bench="alloc", test="depth"))
+        md.append("### Hit cost against the buffers cached: alloc + free of 4 MB with N other freed 2 MB buffers, "
+                  "ns per pair, median [min–max]")
+        md.append("")
+        out = []
+        for p in peers:
+            cells = []
+            for d in depths:
+                r = R.one(bench="alloc", peer=p, test="depth", cached_others=d)
+                cells.append(f"{fmt(r['median'])} [{fmt(r['min'])}–{fmt(r['max'])}]" if r else "–")
+            if any(c != "–" for c in cells):
+                out.append([PEER_LABEL.get(p, p)] + cells)
+        md += table(["allocator"] + [f"{d} cached" for d in depths], out)
+        md.append("")
     mx = R.find(bench="alloc", test="mixed")
     if mx:
         largest = size_name(max(r.get("largest", 64 * MIB) for r in mx))

@@ -89,8 +89,9 @@ void fork_child_privatize(void) {
   registry_walk(sum_huge, &huge_bytes);
   long avail = os_pool_available(HP_2M, -1);
   if (huge_bytes && avail >= 0 && huge_bytes / HP_2M > (size_t)avail) {
-    hp_warn("fork (HUGEPOOL_FORK=keep): this child shares %zu MiB of hugetlb buffers but the pool has %ld free "
-            "pages: writing to them may kill it with SIGBUS",
-            huge_bytes >> 20, avail);
+    hp_warn(
+        "fork (HUGEPOOL_FORK=keep): this child shares %zu MiB of hugetlb buffers but the pool has %ld free "
+        "pages: writing to them may kill it with SIGBUS",
+        huge_bytes >> 20, avail);
   }
 }

@@ -1,4 +1,5 @@
-/* The public C API: allocation policy, the lock, fork safety, diagnostics. */
+/* The public C API around the allocation path (alloc.c): initialisation,
+ * fork safety, run-time settings, trim, statistics, diagnostics. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -11,19 +12,13 @@
 
 #include "internal.h"
 
-static pthread_mutex_t hp_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t hp_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t hp_once = PTHREAD_ONCE_INIT;
 static atomic_bool hp_ready;
 static _Atomic int hp_policy = HUGEPOOL_POLICY_STRICT;
 static _Atomic size_t hp_page_size = HP_2M;
 static atomic_uint hp_shortage_reports;
-/* Bytes chosen for release but not yet unmapped (lazy release runs outside
- * the lock): an ENOMEM retry waits for them to reach the pool. */
-static atomic_size_t hp_releasing;
 static atomic_bool hp_shortage_quiet;
-
-/* Releases happen in batches outside the lock; this is one batch. */
-#define HP_BATCH 64
 
 /* ---- diagnostics -------------------------------------------------------- */
 
@@ -44,40 +39,64 @@ void hp_warn(const char *fmt, ...) {
 
 /* ---- initialisation and fork -------------------------------------------- */
 
-static void release_blocks(hp_block *blocks, size_t n);
-
 static void atfork_prepare(void) {
   pthread_mutex_lock(&hp_lock);
+  tcache_lock_all();
+  registry_lock_all();
   fork_prepare();
 }
 
 static void atfork_parent(void) {
+  registry_unlock_all();
+  tcache_unlock_all();
   pthread_mutex_unlock(&hp_lock);
   fork_parent_wait(); /* until the child has its own copies of the live buffers */
 }
 
+static void drop_in_child(hp_block *batch, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    os_unmap(batch[i].addr, batch[i].size);
+    stats_unmapped(batch[i].size);
+    if (batch[i].kind == HUGEPOOL_KIND_HUGE_2M || batch[i].kind == HUGEPOOL_KIND_HUGE_1G)
+      share_mapped(batch[i].kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : HP_2M, -(long long)batch[i].size);
+  }
+}
+
 static void atfork_child(void) {
   /* The child's cached mappings are private copy-on-write views of the
-   * parent's: pages the child has no reservation for.  Drop them so the
-   * child maps (and reserves) its own buffers instead of reusing them. */
+   * parent's: pages the child has no reservation for.  Drop them (from the
+   * shared cache and every thread's) so the child maps (and reserves) its
+   * own buffers instead of reusing them. */
   hp_block batch[HP_BATCH];
   size_t n;
-  while ((n = cache_drain(batch, HP_BATCH)) > 0) {
-    for (size_t i = 0; i < n; i++) {
-      os_unmap(batch[i].addr, batch[i].size);
-      stats_unmapped(batch[i].size);
-    }
-  }
+  tcache_unlock_all(); /* tcache_drain takes each lock itself */
+  while ((n = cache_drain(batch, HP_BATCH)) > 0) drop_in_child(batch, n);
+  while ((n = tcache_drain(HUGEPOOL_KIND_NONE, batch, HP_BATCH, NULL)) > 0) drop_in_child(batch, n);
+  tcache_child_orphan(); /* the other threads' caches lose their owners */
   /* Releases the parent's other threads had in flight do not happen here:
    * those mappings stay in the child, untracked, until it exits or execs. */
-  atomic_store(&hp_releasing, 0);
+  release_forget_in_flight();
   fork_child_privatize();
+  registry_unlock_all();
   pthread_mutex_unlock(&hp_lock);
+}
+
+/* An exiting thread's cached blocks move to the shared cache. */
+static void thread_exit(hp_tcache *tc) {
+  hp_block victims[HP_BATCH];
+  size_t n = 0;
+  pthread_mutex_lock(&hp_lock);
+  tcache_retire(tc, victims, HP_BATCH, &n);
+  release_mark(victims, n);
+  pthread_mutex_unlock(&hp_lock);
+  release_now(victims, n);
 }
 
 static void init_once(void) {
   options_init();
   os_nodes_init();
+  share_init();
+  tcache_init(thread_exit);
   long long policy = option_get(HP_OPT_POLICY);
   /* fallback (the preload's): the core refuses, the preload serves from glibc */
   atomic_store(&hp_policy, policy == HP_POLICY_FALLBACK ? HUGEPOOL_POLICY_STRICT : (int)policy);
@@ -92,43 +111,17 @@ static void init_once(void) {
   atomic_store_explicit(&hp_ready, true, memory_order_release);
 }
 
-static inline void ensure_init(void) {
+void hp_ensure_init(void) {
   if (__builtin_expect(!atomic_load_explicit(&hp_ready, memory_order_acquire), 0)) pthread_once(&hp_once, init_once);
 }
 
-__attribute__((constructor)) static void hp_constructor(void) { ensure_init(); }
+__attribute__((constructor)) static void hp_constructor(void) { hp_ensure_init(); }
 
 __attribute__((destructor)) static void hp_destructor(void) {
   if (atomic_load(&hp_ready)) stats_print_at_exit();
 }
 
-/* ---- helpers ------------------------------------------------------------ */
-
-/* Counts blocks as being released; the caller holds the lock. */
-static void mark_releasing(const hp_block *blocks, size_t n) {
-  size_t bytes = 0;
-  for (size_t i = 0; i < n; i++) bytes += blocks[i].size;
-  atomic_fetch_add(&hp_releasing, bytes);
-}
-
-/* Unmaps blocks that mark_releasing() counted, outside the lock. */
-static void release_blocks(hp_block *blocks, size_t n) {
-  if (n == 0) return;
-  size_t bytes = 0;
-  for (size_t i = 0; i < n; i++) {
-    os_unmap(blocks[i].addr, blocks[i].size);
-    bytes += blocks[i].size;
-  }
-  atomic_fetch_sub(&hp_releasing, bytes);
-  pthread_mutex_lock(&hp_lock);
-  for (size_t i = 0; i < n; i++) stats_unmapped(blocks[i].size);
-  pthread_mutex_unlock(&hp_lock);
-}
-
-static size_t round_up(size_t bytes, size_t unit) {
-  size_t r = (bytes + unit - 1) & ~(unit - 1);
-  return r < bytes ? 0 : r;
-}
+size_t hp_current_page_size(void) { return atomic_load_explicit(&hp_page_size, memory_order_relaxed); }
 
 void hp_quiet_shortage(bool quiet) { atomic_store(&hp_shortage_quiet, quiet); }
 
@@ -137,7 +130,7 @@ const char *hp_shortage_advice;
 /* One line per process and page size: the first shortage, with what to do
  * about it.  Later ones are counted (failures), not reported, so a rank that
  * is refused twice does not print the same advice twice. */
-static void report_shortage(size_t size, size_t page, int node) {
+void hp_report_shortage(size_t size, size_t page, int node) {
   if (atomic_load_explicit(&hp_shortage_quiet, memory_order_relaxed)) return;
   unsigned bit = page == HP_1G ? 2U : 1U;
   if (atomic_fetch_or(&hp_shortage_reports, bit) & bit) return;
@@ -157,189 +150,16 @@ static void report_shortage(size_t size, size_t page, int node) {
       page == HP_1G ? " --size 1G" : "", advice);
 }
 
-/* Maps fresh hugetlb memory; with a node, binds and populates it there so a
- * shortage on that node is an error now, not a SIGBUS later. */
-static void *map_huge(size_t size, size_t page, int node) {
-  void *p = os_map_huge(size, page);
-  if (!p || node == HUGEPOOL_ANY_NODE) return p;
-  if (os_bind_node(p, size, node) != 0 || os_populate(p, size) != 0) {
-    int err = errno;
-    os_unmap(p, size);
-    errno = (err == EFAULT || err == ENOMEM) ? ENOMEM : err;
-    return NULL;
-  }
-  return p;
-}
-
-static void *map_fallback(size_t size, int node, bool thp) {
-  void *p = os_map_anon(size, HP_2M, thp);
-  if (p && node != HUGEPOOL_ANY_NODE && os_bind_node(p, size, node) != 0) {
-    int err = errno;
-    os_unmap(p, size);
-    errno = err;
-    return NULL;
-  }
-  return p;
-}
-
-/* Registers a block as live and counts it; the caller holds the lock. */
-static int make_live(hp_block *b, size_t requested, bool hit) {
-  b->requested = requested;
-  if (registry_insert(b) != 0) return -1;
-  hp_stats.allocs++;
-  if (hit)
-    hp_stats.cache_hits++;
-  else
-    hp_stats.cache_misses++;
-  hp_stats.live_buffers++;
-  hp_stats.bytes_live += b->size;
-  hp_stats.bytes_requested += requested;
-  hp_stats.bytes_slack += b->size - requested;
-  if (b->kind == HUGEPOOL_KIND_THP) hp_stats.fallbacks_thp++;
-  if (b->kind == HUGEPOOL_KIND_SMALL) hp_stats.fallbacks_small++;
-  return 0;
-}
-
-/* Takes a cached block of this shape; NULL on a miss. */
-static void *take_cached(size_t requested, size_t size, int node, uint32_t kind) {
-  hp_block b;
-  pthread_mutex_lock(&hp_lock);
-  if (!cache_take(size, node, kind, &b)) {
-    pthread_mutex_unlock(&hp_lock);
-    return NULL;
-  }
-  if (make_live(&b, requested, true) == 0) {
-    pthread_mutex_unlock(&hp_lock);
-    return b.addr;
-  }
-  mark_releasing(&b, 1);
-  pthread_mutex_unlock(&hp_lock);
-  release_blocks(&b, 1);
-  errno = ENOMEM;
-  return NULL;
-}
-
-/* Evicts round-robin victims of `kind` until `need` bytes are on their way
- * back to the pool (or the cache has none left); returns the bytes. */
-static size_t release_for(uint32_t kind, size_t need) {
-  size_t freed = 0;
-  hp_block batch[HP_BATCH];
-  while (freed < need) {
-    size_t n = 0;
-    pthread_mutex_lock(&hp_lock);
-    while (n < HP_BATCH && freed < need && cache_evict_kind(kind, &batch[n])) freed += batch[n++].size;
-    hp_stats.cache_evictions += n;
-    mark_releasing(batch, n);
-    pthread_mutex_unlock(&hp_lock);
-    if (n == 0) break;
-    release_blocks(batch, n);
-  }
-  return freed;
-}
-
-/* Maps a new hugetlb block.  On ENOMEM, if the pages the cache holds (and
- * releases in flight) could make up the shortfall, evicts just enough of
- * them, waits for other threads' lazy releases, and tries once more. */
-static void *map_huge_reclaiming(size_t size, size_t page, int node, uint32_t kind) {
-  void *p = map_huge(size, page, node);
-  if (p || errno != ENOMEM) return p;
-  pthread_mutex_lock(&hp_lock);
-  size_t cached = cache_bytes_of_kind(kind);
-  pthread_mutex_unlock(&hp_lock);
-  size_t in_flight = atomic_load(&hp_releasing);
-  long avail = os_pool_available(page, node);
-  size_t have = avail > 0 ? (size_t)avail * page : 0;
-  if (cached + in_flight + have < size) {
-    errno = ENOMEM; /* hopeless: keep the cache */
-    return NULL;
-  }
-  size_t shortfall = size > have + in_flight ? size - have - in_flight : 0;
-  release_for(kind, shortfall);
-  while (atomic_load(&hp_releasing) > 0) sched_yield(); /* other threads' lazy releases */
-  p = map_huge(size, page, node);
-  if (!p) errno = ENOMEM;
-  return p;
-}
-
-/* Maps a new block of `kind` and registers it. */
-static void *map_new(size_t requested, size_t size, int node, uint32_t kind, bool *fresh) {
-  void *p;
-  if (kind == HUGEPOOL_KIND_HUGE_2M || kind == HUGEPOOL_KIND_HUGE_1G) {
-    p = map_huge_reclaiming(size, kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : HP_2M, node, kind);
-  } else {
-    p = map_fallback(size, node, kind == HUGEPOOL_KIND_THP);
-  }
-  if (!p) return NULL;
-  hp_block b = {.addr = p, .size = size, .node = node, .kind = kind};
-  pthread_mutex_lock(&hp_lock);
-  stats_mapped(size);
-  int rc = make_live(&b, requested, false);
-  if (rc != 0) mark_releasing(&b, 1);
-  pthread_mutex_unlock(&hp_lock);
-  if (rc != 0) {
-    release_blocks(&b, 1);
-    errno = ENOMEM;
-    return NULL;
-  }
-  *fresh = true;
-  return p;
-}
-
-static void count_failure(void) {
-  pthread_mutex_lock(&hp_lock);
-  hp_stats.failures++;
-  pthread_mutex_unlock(&hp_lock);
-  errno = ENOMEM;
-}
-
-static void *allocate(size_t bytes, int node, bool *fresh) {
-  ensure_init();
-  *fresh = false;
-  if (bytes == 0 || node < HUGEPOOL_ANY_NODE) {
-    errno = EINVAL;
-    return NULL;
-  }
-  if (node != HUGEPOOL_ANY_NODE && !os_node_has_memory(node)) {
-    hp_warn("NUMA node %d does not exist or has no memory (see /sys/devices/system/node/has_memory)", node);
-    errno = EINVAL;
-    return NULL;
-  }
-  size_t page = atomic_load_explicit(&hp_page_size, memory_order_relaxed);
-  size_t size = round_up(bytes, page);
-  if (size == 0) {
-    errno = ENOMEM;
-    return NULL;
-  }
-  uint32_t kind = page == HP_1G ? HUGEPOOL_KIND_HUGE_1G : HUGEPOOL_KIND_HUGE_2M;
-  void *p = take_cached(bytes, size, node, kind);
-  if (p) return p;
-  p = map_new(bytes, size, node, kind, fresh);
-  if (p || errno != ENOMEM) return p;
-
-  int policy = atomic_load_explicit(&hp_policy, memory_order_relaxed);
-  if (policy == HUGEPOOL_POLICY_STRICT) {
-    report_shortage(size, page, node);
-    count_failure();
-    return NULL;
-  }
-  uint32_t fallback = policy == HUGEPOOL_POLICY_THP ? HUGEPOOL_KIND_THP : HUGEPOOL_KIND_SMALL;
-  size_t fallback_size = round_up(bytes, HP_2M);
-  p = take_cached(bytes, fallback_size, node, fallback);
-  if (!p) p = map_new(bytes, fallback_size, node, fallback, fresh);
-  if (!p) count_failure();
-  return p;
-}
-
 /* ---- the public API ----------------------------------------------------- */
 
 void *hugepool_alloc(size_t bytes) {
   bool fresh;
-  return allocate(bytes, HUGEPOOL_ANY_NODE, &fresh);
+  return hp_allocate(bytes, HUGEPOOL_ANY_NODE, &fresh);
 }
 
 void *hugepool_alloc_on_node(size_t bytes, int node) {
   bool fresh;
-  return allocate(bytes, node, &fresh);
+  return hp_allocate(bytes, node, &fresh);
 }
 
 void *hugepool_calloc(size_t count, size_t size) {
@@ -349,50 +169,12 @@ void *hugepool_calloc(size_t count, size_t size) {
     return NULL;
   }
   bool fresh = false;
-  void *p = allocate(bytes, HUGEPOOL_ANY_NODE, &fresh);
+  void *p = hp_allocate(bytes, HUGEPOOL_ANY_NODE, &fresh);
   if (p && !fresh) memset(p, 0, bytes);
   return p;
 }
 
-void hugepool_free(void *ptr) {
-  if (!ptr) return;
-  int saved = errno;
-  ensure_init();
-  hp_block b, victims[HP_BATCH];
-  size_t n_victims = 0;
-  pthread_mutex_lock(&hp_lock);
-  const hp_block *live = registry_find(ptr);
-  if (!live || live->resizing) {
-    pthread_mutex_unlock(&hp_lock);
-    hp_warn("hugepool_free(%p): %s; ignored", ptr,
-            live ? "another thread is resizing this buffer" : "not a live hugepool buffer");
-    errno = saved;
-    return;
-  }
-  registry_remove(ptr, &b);
-  size_t headroom = b.headroom; /* address space realloc.c kept for growth */
-  b.headroom = 0;
-  hp_stats.frees++;
-  hp_stats.live_buffers--;
-  hp_stats.bytes_live -= b.size;
-  hp_stats.bytes_requested -= b.requested;
-  hp_stats.bytes_slack -= b.size - b.requested;
-  bool cached = cache_put(&b, victims, HP_BATCH, &n_victims);
-  hp_stats.cache_evictions += cached ? n_victims : n_victims - 1;
-  mark_releasing(victims, n_victims);
-  pthread_mutex_unlock(&hp_lock);
-  release_blocks(victims, n_victims); /* lazy release: outside the lock */
-  if (headroom) os_unmap((char *)b.addr + b.size, headroom);
-  errno = saved;
-}
-
-static const hp_block *find_live(const void *ptr, hp_block *copy) {
-  pthread_mutex_lock(&hp_lock);
-  const hp_block *b = registry_find(ptr);
-  if (b) *copy = *b;
-  pthread_mutex_unlock(&hp_lock);
-  return b ? copy : NULL;
-}
+static const hp_block *find_live(const void *ptr, hp_block *copy) { return registry_find(ptr, copy) ? copy : NULL; }
 
 size_t hugepool_usable_size(const void *ptr) {
   hp_block b;
@@ -409,24 +191,20 @@ hugepool_kind hugepool_kind_of(const void *ptr) {
   return find_live(ptr, &b) ? (hugepool_kind)b.kind : HUGEPOOL_KIND_NONE;
 }
 
+/* Every cached block, the shared cache's then the threads'. */
+static size_t take_any(hp_block *out, size_t max, void *arg) {
+  (void)arg;
+  size_t n = cache_drain(out, max);
+  return n + tcache_drain(HUGEPOOL_KIND_NONE, out + n, max - n, NULL);
+}
+
 size_t hugepool_trim(void) {
-  ensure_init();
-  size_t total = 0;
-  hp_block batch[HP_BATCH];
-  for (;;) {
-    pthread_mutex_lock(&hp_lock);
-    size_t n = cache_drain(batch, HP_BATCH);
-    hp_stats.trims += n;
-    mark_releasing(batch, n);
-    pthread_mutex_unlock(&hp_lock);
-    if (n == 0) return total;
-    for (size_t i = 0; i < n; i++) total += batch[i].size;
-    release_blocks(batch, n);
-  }
+  hp_ensure_init();
+  return release_batches(take_any, NULL, &hp_stats.trims);
 }
 
 int hugepool_set_policy(hugepool_policy policy) {
-  ensure_init();
+  hp_ensure_init();
   if (policy != HUGEPOOL_POLICY_STRICT && policy != HUGEPOOL_POLICY_THP && policy != HUGEPOOL_POLICY_SMALL) {
     errno = EINVAL;
     return -1;
@@ -436,12 +214,12 @@ int hugepool_set_policy(hugepool_policy policy) {
 }
 
 hugepool_policy hugepool_get_policy(void) {
-  ensure_init();
+  hp_ensure_init();
   return (hugepool_policy)atomic_load(&hp_policy);
 }
 
 int hugepool_set_page_size(size_t page_bytes) {
-  ensure_init();
+  hp_ensure_init();
   if (page_bytes != HP_2M && page_bytes != HP_1G) {
     errno = EINVAL;
     return -1;
@@ -455,42 +233,48 @@ int hugepool_set_page_size(size_t page_bytes) {
 }
 
 size_t hugepool_get_page_size(void) {
-  ensure_init();
+  hp_ensure_init();
   return atomic_load(&hp_page_size);
 }
 
+static size_t take_over_limits(hp_block *out, size_t max, void *arg) {
+  (void)arg;
+  return cache_shrink_to_limits(out, max);
+}
+
 int hugepool_set_cache_limits(size_t max_slots, size_t max_bytes) {
-  ensure_init();
-  hp_block batch[HP_BATCH];
+  hp_ensure_init();
+  hp_block victims[HP_BATCH];
+  size_t n = 0;
   pthread_mutex_lock(&hp_lock);
   int rc = cache_configure(max_slots, max_bytes);
+  if (rc == 0) tcache_return_all(victims, HP_BATCH, &n); /* leases were sized for the old limits */
+  hp_stats.cache_evictions += n;
+  release_mark(victims, n);
   pthread_mutex_unlock(&hp_lock);
+  release_now(victims, n);
   if (rc != 0) return -1;
-  for (;;) {
-    pthread_mutex_lock(&hp_lock);
-    size_t n = cache_shrink_to_limits(batch, HP_BATCH);
-    hp_stats.cache_evictions += n;
-    mark_releasing(batch, n);
-    pthread_mutex_unlock(&hp_lock);
-    if (n == 0) return 0;
-    release_blocks(batch, n);
-  }
+  release_batches(take_over_limits, NULL, &hp_stats.cache_evictions);
+  return 0;
 }
 
 void hugepool_get_stats(hugepool_stats *out) {
   if (!out) return;
-  ensure_init();
+  hp_ensure_init();
   pthread_mutex_lock(&hp_lock);
   *out = hp_stats;
-  out->bytes_cached = cache_bytes();
-  out->cached_buffers = cache_count();
+  tcache_sum_stats(out);
+  size_t count, bytes;
+  tcache_totals(&count, &bytes);
+  out->bytes_cached = cache_bytes() + bytes;
+  out->cached_buffers = cache_count() + count;
   out->cache_max_slots = cache_max_slots();
   out->cache_max_bytes = cache_max_bytes();
   pthread_mutex_unlock(&hp_lock);
 }
 
 long hugepool_pool_free_pages(int node) {
-  ensure_init();
+  hp_ensure_init();
   return os_pool_available(atomic_load(&hp_page_size), node);
 }
 
@@ -512,49 +296,4 @@ const char *hugepool_kind_name(hugepool_kind kind) {
     case HUGEPOOL_KIND_SMALL: return "small";
   }
   return "unknown";
-}
-
-/* ---- live blocks, for realloc.c ---------------------------------------- */
-
-int live_begin_resize(const void *addr, hp_block *out) {
-  ensure_init();
-  pthread_mutex_lock(&hp_lock);
-  hp_block *b = (hp_block *)registry_find(addr);
-  int err = !b ? EINVAL : b->resizing ? EBUSY : 0;
-  if (!err) {
-    b->resizing = 1;
-    *out = *b;
-  }
-  pthread_mutex_unlock(&hp_lock);
-  if (err) errno = err;
-  return err ? -1 : 0;
-}
-
-void live_end_resize(const hp_block *was, const hp_block *now, hp_resize_outcome outcome) {
-  hp_block b = *now, old;
-  b.resizing = 0;
-  pthread_mutex_lock(&hp_lock);
-  /* Removing first leaves room: the insert cannot need a larger table. */
-  registry_remove(was->addr, &old);
-  (void)registry_insert(&b);
-  if (b.size > was->size) stats_mapped(b.size - was->size);
-  if (b.size < was->size) stats_unmapped(was->size - b.size);
-  hp_stats.bytes_live += b.size - was->size;
-  hp_stats.bytes_requested += b.requested - was->requested;
-  hp_stats.bytes_slack = hp_stats.bytes_live - hp_stats.bytes_requested;
-  if (outcome == HP_RESIZE_GROWN) hp_stats.realloc_grows++;
-  if (outcome == HP_RESIZE_SHRUNK) hp_stats.realloc_shrinks++;
-  if (outcome == HP_RESIZE_FAILED) hp_stats.failures++;
-  pthread_mutex_unlock(&hp_lock);
-}
-
-void live_reclaim(uint32_t kind, size_t bytes) {
-  release_for(kind, bytes);
-  while (atomic_load(&hp_releasing) > 0) sched_yield(); /* other threads' lazy releases */
-}
-
-void live_count_copy(void) {
-  pthread_mutex_lock(&hp_lock);
-  hp_stats.realloc_copies++;
-  pthread_mutex_unlock(&hp_lock);
 }

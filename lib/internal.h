@@ -2,6 +2,7 @@
 #ifndef HUGEPOOL_INTERNAL_H
 #define HUGEPOOL_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -162,6 +163,35 @@ HP_INTERNAL long long option_get(hp_option_id id);
 /* The text of an HP_TYPE_TEXT option that was set, else NULL. */
 HP_INTERNAL const char *option_get_string(hp_option_id id);
 
+/* ---- the lock of the shared cache and the slow paths (hugepool.c) ----
+ * Guards the shared cache, the statistics in hp_stats and the list of
+ * thread caches.  No system call is made under it except rare growth of
+ * the internal tables. */
+extern HP_INTERNAL pthread_mutex_t hp_lock;
+HP_INTERNAL void hp_ensure_init(void);
+HP_INTERNAL size_t hp_current_page_size(void);
+HP_INTERNAL void hp_report_shortage(size_t size, size_t page, int node);
+
+/* ---- the allocation path (alloc.c) ---------------------------------------- */
+/* Releases happen in batches outside the lock; this is one batch. */
+#define HP_BATCH 64
+HP_INTERNAL void *hp_allocate(size_t bytes, int node, bool *fresh);
+/* Lazy release: count blocks as being released under hp_lock, then unmap
+ * them with release_now() after dropping it. */
+HP_INTERNAL void release_mark(const hp_block *blocks, size_t n);
+HP_INTERNAL void release_now(hp_block *blocks, size_t n);
+/* The one loop every bulk release runs: under hp_lock, take(batch) picks up
+ * to HP_BATCH blocks, *counter counts them; then they are unmapped outside
+ * the lock; until take() finds none.  Returns the bytes released. */
+HP_INTERNAL size_t release_batches(size_t (*take)(hp_block *out, size_t max, void *arg), void *arg, uint64_t *counter);
+/* Releases cached blocks of `kind`, oldest first, until `need` bytes are on
+ * their way back to the pool (or none is left); returns the bytes. */
+HP_INTERNAL size_t release_for(hugepool_kind kind, size_t need);
+/* Waits until other threads' lazy releases have reached the pool. */
+HP_INTERNAL void release_wait(void);
+/* fork child: releases in flight in the parent never happen here. */
+HP_INTERNAL void release_forget_in_flight(void);
+
 /* ---- diagnostics (hugepool.c) ---------------------------------------- */
 HP_INTERNAL void hp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -182,33 +212,118 @@ extern HP_INTERNAL size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);
  * is "fallback" (to glibc), which the core does not know. */
 extern HP_INTERNAL const char *hp_stats_policy_label;
 
-/* ---- registry of live blocks (registry.c), caller holds the lock ------- */
-HP_INTERNAL int registry_insert(const hp_block *b);
-HP_INTERNAL bool registry_remove(const void *addr, hp_block *out);
-HP_INTERNAL const hp_block *registry_find(const void *addr);
+/* ---- registry of live blocks (registry.c) ------------------------------
+ * Every live buffer, by start address.  Each call takes the lock of the
+ * address's stripe itself: callers need not (and, for registry_update's fn,
+ * must not) hold any other lock of the registry.  A block is in the registry
+ * exactly while it is live: cached blocks are not. */
+HP_INTERNAL int registry_insert(const hp_block *b);                /* 0, or -1 with ENOMEM */
+HP_INTERNAL bool registry_remove(const void *addr, hp_block *out); /* false: not live */
+/* As registry_remove, unless the block is being resized: 0, EINVAL (not
+ * live) or EBUSY (resizing; the block stays). */
+HP_INTERNAL int registry_remove_idle(const void *addr, hp_block *out);
+/* Removes the entry of a resize at addr (live_end_resize): a buffer moved
+ * away may share its old address with a new buffer mapped there since. */
+HP_INTERNAL bool registry_remove_resized(const void *addr, hp_block *out);
+HP_INTERNAL bool registry_find(const void *addr, hp_block *out); /* copies the block */
+/* Runs fn on the live block at addr with its stripe locked (fn may change
+ * any field but addr) and returns fn's result; -1 with EINVAL if not live.
+ * This is how a resize marks a block as busy or records its new size. */
+HP_INTERNAL int registry_update(const void *addr, int (*fn)(hp_block *b, void *arg), void *arg);
+/* fork: registry_walk visits every live block; hold registry_lock_all(). */
+HP_INTERNAL void registry_lock_all(void);
+HP_INTERNAL void registry_unlock_all(void);
 HP_INTERNAL void registry_walk(void (*fn)(hp_block *b, void *arg), void *arg);
 
-/* ---- cache of freed blocks (cache.c), caller holds the lock ------------ */
-#define HP_CACHE_SLOTS_MAX 4096
+/* ---- the shared cache of freed blocks (cache.c), caller holds hp_lock ----
+ * Constant-time take and eviction.  The limits cover the cached blocks plus
+ * the leases the thread caches hold (tcache.c). */
+#define HP_CACHE_SLOTS_MAX ((size_t)1 << 20)
 HP_INTERNAL int cache_configure(size_t max_slots, size_t max_bytes);
-HP_INTERNAL bool cache_take(size_t size, int node, uint32_t kind, hp_block *out);
-/* Caches `b`, evicting round-robin victims into victims[] (at most
+HP_INTERNAL bool cache_take(size_t size, int node, hugepool_kind kind, hp_block *out);
+/* Caches `b`, evicting the oldest blocks into victims[] (at most
  * max_victims).  Returns true if `b` was cached; false if it must be
  * released by the caller (also appended to victims[] in that case). */
 HP_INTERNAL bool cache_put(const hp_block *b, hp_block *victims, size_t max_victims, size_t *n_victims);
-/* Evicts the next round-robin victim of `kind`; false if none is cached. */
-HP_INTERNAL bool cache_evict_kind(uint32_t kind, hp_block *out);
-/* Moves up to max_out cached blocks into out[]; returns how many. */
+/* Reserves room for one block of `size` for a thread cache, evicting as
+ * cache_put does; false (nothing evicted) if there is no such room. */
+HP_INTERNAL bool cache_lease(size_t size, hp_block *victims, size_t max_victims, size_t *n_victims);
+HP_INTERNAL void cache_unlease(size_t size);
+/* Would a lease of `size` fit without evicting, once leases of give_slots
+ * blocks and give_bytes bytes were given back? */
+HP_INTERNAL bool cache_lease_fits(size_t size, size_t give_slots, size_t give_bytes);
+/* Caches `b` ignoring the limits (cache_shrink_to_limits follows). */
+HP_INTERNAL void cache_add_unchecked(const hp_block *b, hp_block *victims, size_t max_victims, size_t *n_victims);
+/* Evicts the oldest block of `kind`; false if none is cached. */
+HP_INTERNAL bool cache_evict_kind(hugepool_kind kind, hp_block *out);
+/* Moves up to max_out cached blocks, oldest first, into out[]; returns how many. */
 HP_INTERNAL size_t cache_drain(hp_block *out, size_t max_out);
-/* Evicts round-robin until the cache fits its limits; returns victims. */
+/* Evicts the oldest blocks until the cache and the leases fit the limits. */
 HP_INTERNAL size_t cache_shrink_to_limits(hp_block *out, size_t max_out);
 HP_INTERNAL size_t cache_count(void);
 HP_INTERNAL size_t cache_bytes(void);
-HP_INTERNAL size_t cache_bytes_of_kind(uint32_t kind);
+HP_INTERNAL size_t cache_bytes_of_kind(hugepool_kind kind);
 HP_INTERNAL size_t cache_max_slots(void);
 HP_INTERNAL size_t cache_max_bytes(void);
 
-/* ---- live blocks, for realloc.c (hugepool.c) ---------------------------- */
+/* ---- thread caches (tcache.c) -------------------------------------------
+ * Each thread keeps its last few freed blocks under its own lock; a hit or
+ * a free within its leases touches no shared cache line.  tc_take/tc_put
+ * are the fast paths (no other lock held); the rest run under hp_lock. */
+typedef struct hp_tcache hp_tcache;
+/* Once, from init; on_thread_exit runs when a thread that used its cache
+ * exits (it hands the cache back with tcache_retire). */
+HP_INTERNAL void tcache_init(void (*on_thread_exit)(hp_tcache *tc));
+/* The calling thread's cache, created (under hp_lock) on first use; NULL if
+ * metadata cannot be had. */
+HP_INTERNAL hp_tcache *tcache_self(void);
+/* Fast paths: counters of the hit or the free go into the thread's cache. */
+HP_INTERNAL bool tcache_take(hp_tcache *tc, size_t size, size_t requested, int node, hugepool_kind kind, hp_block *out);
+HP_INTERNAL void tcache_uncount(hp_tcache *tc, const hp_block *b); /* undoes a take's counters */
+/* Counts the free of `b` and caches it in an entry whose lease fits, if
+ * may_cache; false if it was not cached (tcache_put_slow is next). */
+HP_INTERNAL bool tcache_put_fast(hp_tcache *tc, const hp_block *b, bool may_cache);
+/* Slow free, under hp_lock: takes a lease for `b` (evicting into victims[]
+ * as cache_put does, oldest of this thread's own blocks included); false if
+ * `b` is not cached here (the caller tries the shared cache). */
+HP_INTERNAL bool tcache_put_slow(hp_tcache *tc, const hp_block *b, hp_block *victims, size_t max_victims,
+                                 size_t *n_victims);
+/* Under hp_lock: takes a matching block from any thread's cache. */
+HP_INTERNAL bool tcache_steal(size_t size, int node, hugepool_kind kind, hp_block *out);
+/* Under hp_lock: moves up to max blocks out of every thread cache (of
+ * `kind`, or any with HUGEPOOL_KIND_NONE), returning their leases. */
+HP_INTERNAL size_t tcache_drain(hugepool_kind kind, hp_block *out, size_t max, size_t *bytes_left);
+/* Under hp_lock: blocks cached by the threads, and of one kind. */
+HP_INTERNAL void tcache_totals(size_t *count, size_t *bytes);
+HP_INTERNAL size_t tcache_bytes_of_kind(hugepool_kind kind);
+/* Under hp_lock: adds every thread cache's counters to *st. */
+HP_INTERNAL void tcache_sum_stats(hugepool_stats *st);
+/* Under hp_lock: gives every lease back (the blocks move to the shared
+ * cache, unchecked) before the limits change. */
+HP_INTERNAL void tcache_return_all(hp_block *victims, size_t max_victims, size_t *n_victims);
+/* Under hp_lock: the same for one exiting thread's cache, which loses its owner. */
+HP_INTERNAL void tcache_retire(hp_tcache *tc, hp_block *victims, size_t max_victims, size_t *n_victims);
+/* fork: lock every thread cache (after hp_lock), unlock; in the child the
+ * caches of the threads that did not survive lose their owners. */
+HP_INTERNAL void tcache_lock_all(void);
+HP_INTERNAL void tcache_unlock_all(void);
+HP_INTERNAL void tcache_child_orphan(void);
+
+/* ---- the node's pool, shared with other ranks (share.c) -----------------
+ * A process's fair share of the pool: pool pages / ranks on the node. */
+HP_INTERNAL void share_init(void);
+HP_INTERNAL long share_local_ranks(void);
+/* Re-reads the pool size (slow path only: one sysfs read). */
+HP_INTERNAL void share_refresh(size_t page_size);
+/* Hugetlb bytes this process maps (live + cached), kept up to date. */
+HP_INTERNAL void share_mapped(size_t page_size, long long delta);
+/* May a freed block of this page size be cached? No while this process
+ * maps more than its share (a lock-free check: two relaxed loads). */
+HP_INTERNAL bool share_may_cache(size_t page_size);
+/* Bytes of cache to give back before mapping `size` more. */
+HP_INTERNAL size_t share_excess(size_t page_size, size_t size);
+
+/* ---- live blocks, for realloc.c (alloc.c) ---------------------------- */
 /* Marks the live block at `addr` as being resized and copies it to *out.
  * Until live_end_resize(), hugepool_free() of it warns and does nothing and
  * another resize is refused.  0, or -1 with errno = EINVAL (not a live

@@ -32,8 +32,10 @@ static const hp_option_desc table[HP_OPT_COUNT] = {
                              "process, every fallback counted; later requests try the pool again first)"),
     [HP_OPT_PAGE_SIZE] = SIZE("HUGEPOOL_PAGE_SIZE", (long long)HP_2M, (long long)HP_1G, "huge page size: `2M` or `1G`"),
     [HP_OPT_CACHE_SLOTS] = NUMBER("HUGEPOOL_CACHE_SLOTS", 64, HP_CACHE_SLOTS_MAX,
-                                  "most freed buffers kept for reuse (0 disables the cache; at most 4096)"),
-    [HP_OPT_CACHE_BYTES] = SIZE("HUGEPOOL_CACHE_BYTES", 1LL << 30, 1LL << 50, "most bytes kept in freed buffers"),
+                                  "most freed buffers kept for reuse (0 disables the cache; at most 1048576)"),
+    [HP_OPT_CACHE_BYTES] = SIZE("HUGEPOOL_CACHE_BYTES", 1LL << 30, 1LL << 50,
+                                 "most bytes kept in freed buffers; in an MPI job, never beyond the rank's share of the "
+                                 "node's pool (see \"One pool, many ranks\")"),
     [HP_OPT_STATS] = CHOICE("HUGEPOOL_STATS", HP_STATS_OFF, HP_STATS_OFF, "0|1|json", 0,
                             "`1`: print statistics as text at exit; `json`: as one JSON line"),
     [HP_OPT_STATS_FILE] = TEXT("HUGEPOOL_STATS_FILE",

@@ -1,15 +1,33 @@
-/* The registry of live buffers: start address -> block.  An open-addressing
- * hash table with linear probing and backward-shift deletion, stored in
+/* The registry of live buffers: start address -> block.  Open-addressing
+ * hash tables with linear probing and backward-shift deletion, stored in
  * memory from the OS layer (never malloc: the preload calls us from inside
- * malloc).  The caller holds the hugepool lock. */
+ * malloc).
+ *
+ * Striped: the address picks one of STRIPES tables, each with its own lock
+ * on its own cache line, so threads working on different buffers do not
+ * queue on one lock nor pass a cache line back and forth.  Every function
+ * takes the stripe's lock itself, except registry_walk (see there). */
 #include <errno.h>
 #include <string.h>
 
 #include "internal.h"
+#include "spin.h"
 
-static hp_block *table;   /* addr == NULL marks an empty slot */
-static size_t capacity;   /* a power of two, or 0 */
-static size_t used;
+#define STRIPES 64
+
+typedef struct stripe {
+  hp_spin lock;
+  hp_block *table; /* addr == NULL marks an empty slot */
+  size_t capacity; /* a power of two, or 0 */
+  size_t used;
+} __attribute__((aligned(64))) stripe;
+
+static stripe stripes[STRIPES];
+
+static stripe *stripe_of(const void *addr) {
+  uint64_t key = (uint64_t)(uintptr_t)addr >> 21; /* buffers are at least 2 MB aligned */
+  return &stripes[(key ^ (key >> 6) ^ (key >> 12)) % STRIPES];
+}
 
 static size_t slot_of(const void *addr, size_t cap) {
   /* Buffers are at least 4 KB aligned; mix the page number (Fibonacci hash). */
@@ -23,43 +41,115 @@ static void place(hp_block *tab, size_t cap, const hp_block *b) {
   tab[i] = *b;
 }
 
-static int grow(void) {
-  size_t new_cap = capacity ? capacity * 2 : 1024;
+static int grow(stripe *st) {
+  size_t capacity = st->capacity;
+  hp_block *table = st->table;
+  size_t new_cap = capacity ? capacity * 2 : 64;
   hp_block *new_tab = os_map_meta(new_cap * sizeof(hp_block));
   if (!new_tab) return -1;
   for (size_t i = 0; i < capacity; i++) {
     if (table[i].addr) place(new_tab, new_cap, &table[i]);
   }
   if (table) os_unmap_meta(table, capacity * sizeof(hp_block));
-  table = new_tab;
-  capacity = new_cap;
+  st->table = new_tab;
+  st->capacity = new_cap;
   return 0;
 }
 
 int registry_insert(const hp_block *b) {
-  if ((used + 1) * 4 > capacity * 3 && grow() != 0) { /* load factor <= 3/4 */
+  stripe *st = stripe_of(b->addr);
+  hp_spin_lock(&st->lock);
+  if ((st->used + 1) * 4 > st->capacity * 3 && grow(st) != 0) { /* load factor <= 3/4 */
+    hp_spin_unlock(&st->lock);
     errno = ENOMEM;
     return -1;
   }
-  place(table, capacity, b);
-  used++;
+  place(st->table, st->capacity, b);
+  st->used++;
+  hp_spin_unlock(&st->lock);
   return 0;
 }
 
-static hp_block *lookup(const void *addr) {
-  if (!capacity || !addr) return NULL;
-  for (size_t i = slot_of(addr, capacity);; i = (i + 1) & (capacity - 1)) {
-    if (table[i].addr == addr) return &table[i];
-    if (!table[i].addr) return NULL;
+/* The block at addr.  One address can have two entries for a moment: a
+ * resize that moved its buffer away has released the old range before it
+ * records the new address, and the kernel may give that range to another
+ * buffer in between.  So the entry with `resizing` as asked comes first,
+ * else the other. */
+static hp_block *lookup_as(stripe *st, const void *addr, uint32_t resizing) {
+  if (!st->capacity || !addr) return NULL;
+  hp_block *other = NULL;
+  for (size_t i = slot_of(addr, st->capacity);; i = (i + 1) & (st->capacity - 1)) {
+    hp_block *b = &st->table[i];
+    if (!b->addr) return other;
+    if (b->addr != addr) continue;
+    if (!b->resizing == !resizing) return b;
+    other = b;
   }
 }
 
-const hp_block *registry_find(const void *addr) { return lookup(addr); }
+static hp_block *lookup(stripe *st, const void *addr) { return lookup_as(st, addr, 0); }
+
+bool registry_find(const void *addr, hp_block *out) {
+  stripe *st = stripe_of(addr);
+  hp_spin_lock(&st->lock);
+  hp_block *hit = lookup(st, addr);
+  if (hit) *out = *hit;
+  hp_spin_unlock(&st->lock);
+  return hit != NULL;
+}
+
+int registry_update(const void *addr, int (*fn)(hp_block *b, void *arg), void *arg) {
+  stripe *st = stripe_of(addr);
+  hp_spin_lock(&st->lock);
+  hp_block *hit = lookup(st, addr);
+  int rc = hit ? fn(hit, arg) : -1;
+  hp_spin_unlock(&st->lock);
+  if (!hit) errno = EINVAL;
+  return rc;
+}
+
+static void remove_hit(stripe *st, hp_block *hit);
 
 bool registry_remove(const void *addr, hp_block *out) {
-  hp_block *hit = lookup(addr);
-  if (!hit) return false;
-  *out = *hit;
+  stripe *st = stripe_of(addr);
+  hp_spin_lock(&st->lock);
+  hp_block *hit = lookup(st, addr);
+  if (hit) {
+    *out = *hit;
+    remove_hit(st, hit);
+  }
+  hp_spin_unlock(&st->lock);
+  return hit != NULL;
+}
+
+bool registry_remove_resized(const void *addr, hp_block *out) {
+  stripe *st = stripe_of(addr);
+  hp_spin_lock(&st->lock);
+  hp_block *hit = lookup_as(st, addr, 1);
+  if (hit) {
+    *out = *hit;
+    remove_hit(st, hit);
+  }
+  hp_spin_unlock(&st->lock);
+  return hit != NULL;
+}
+
+int registry_remove_idle(const void *addr, hp_block *out) {
+  stripe *st = stripe_of(addr);
+  hp_spin_lock(&st->lock);
+  hp_block *hit = lookup(st, addr);
+  int err = !hit ? EINVAL : hit->resizing ? EBUSY : 0;
+  if (!err) {
+    *out = *hit;
+    remove_hit(st, hit);
+  }
+  hp_spin_unlock(&st->lock);
+  return err;
+}
+
+static void remove_hit(stripe *st, hp_block *hit) {
+  hp_block *table = st->table;
+  size_t capacity = st->capacity;
   /* Backward-shift deletion keeps every probe chain unbroken without tombstones. */
   size_t hole = (size_t)(hit - table);
   for (size_t i = (hole + 1) & (capacity - 1); table[i].addr; i = (i + 1) & (capacity - 1)) {
@@ -72,12 +162,21 @@ bool registry_remove(const void *addr, hp_block *out) {
     }
   }
   memset(&table[hole], 0, sizeof(table[hole]));
-  used--;
-  return true;
+  st->used--;
+}
+
+void registry_lock_all(void) {
+  for (size_t s = 0; s < STRIPES; s++) hp_spin_lock(&stripes[s].lock);
+}
+
+void registry_unlock_all(void) {
+  for (size_t s = 0; s < STRIPES; s++) hp_spin_unlock(&stripes[s].lock);
 }
 
 void registry_walk(void (*fn)(hp_block *b, void *arg), void *arg) {
-  for (size_t i = 0; i < capacity; i++) {
-    if (table[i].addr) fn(&table[i], arg);
+  for (size_t s = 0; s < STRIPES; s++) {
+    for (size_t i = 0; i < stripes[s].capacity; i++) {
+      if (stripes[s].table[i].addr) fn(&stripes[s].table[i], arg);
+    }
   }
 }

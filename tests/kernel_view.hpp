@@ -64,6 +64,16 @@ inline long long huge_available() {
   return m.at("HugePages_Free") - m.at("HugePages_Rsvd");
 }
 
+// Hugetlb memory this process maps (HugetlbPages in /proc/self/status, kB):
+// unlike the pool counters, other processes on the machine cannot move it.
+inline long long self_hugetlb_kb() {
+  std::istringstream in(read_file("/proc/self/status"));
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("HugetlbPages:", 0) == 0) return std::atoll(line.c_str() + 13);
+  return -1;
+}
+
 // One /proc/self/smaps entry: its range and its fields (in kB).
 struct SmapsEntry {
   uintptr_t start = 0, end = 0;

@@ -85,9 +85,9 @@ TEST_CASE("a bad value warns, names the variable and the default, and the defaul
   out = probe("HUGEPOOL_WARN=0 HUGEPOOL_CACHE_BYTES=lots");  // silenced, even at start-up
   CHECK(out.find("hugepool[") == std::string::npos);
   CHECK(out.find("bytes 1073741824") != std::string::npos);
-  out = probe("HUGEPOOL_PAGE_SIZE=4M HUGEPOOL_CACHE_SLOTS=100000");
+  out = probe("HUGEPOOL_PAGE_SIZE=4M HUGEPOOL_CACHE_SLOTS=2000000");
   CHECK(out.find("HUGEPOOL_PAGE_SIZE='4M' is not valid (expected 2M or 1G)") != std::string::npos);
-  CHECK(out.find("HUGEPOOL_CACHE_SLOTS='100000' is not valid") != std::string::npos);
+  CHECK(out.find("HUGEPOOL_CACHE_SLOTS='2000000' is not valid") != std::string::npos);
 }
 
 TEST_CASE("HUGEPOOL_STATS prints text or JSON at exit, HUGEPOOL_STATS_FILE writes a file per process",

@@ -56,6 +56,7 @@ TEST_CASE("concurrent alloc/free from many threads keeps every buffer intact", "
   CHECK(st.live_buffers == 0);
   CHECK(st.bytes_cached <= 32 * MiB);
   hugepool_trim();
+  CHECK(kv::self_hugetlb_kb() == 0);  // nothing left mapped in any thread's cache
   CHECK(kv::huge_free() == free0);
   fresh_state();
 }

@@ -1,0 +1,98 @@
+/* The pool is the node's, not this process's.
+ *
+ * Every rank of a job on a node draws on one pool.  A rank that keeps freed
+ * pages cached while another rank of the same job is short makes the other
+ * fall back to 4 KB pages (or fail): a cache limit that ignores the other
+ * ranks - 1 GiB each, 64 GiB for 64 ranks - is wrong for every job sized to
+ * its working set.  So:
+ *
+ *  1. A rank's share of a pool is pool pages / ranks on the node, the rank
+ *     count read once from the launcher (MPICH/Hydra MPI_LOCALNRANKS, Open
+ *     MPI OMPI_COMM_WORLD_LOCAL_SIZE, PMIx PMIX_LOCAL_SIZE, Slurm
+ *     SLURM_NTASKS_PER_NODE; 1 when none is set or the value is garbage).
+ *  2. A freed block is cached only while the rank maps (live + cached) no
+ *     more than its share; past it the block goes back to the pool.  That
+ *     check is two relaxed loads on the free path.
+ *  3. Before mapping more (the slow path anyway), a rank over its share gives
+ *     back its oldest cached blocks first, so live + cached never exceeds
+ *     max(share, live): when every rank's live set fits its share, the ranks
+ *     together never hold more than the pool.
+ *  4. The pool size is re-read on that slow path at most once a millisecond
+ *     (one sysfs read): a pool resized during the job is followed.
+ * A single process (one rank) keeps the plain limits: its share is the
+ * whole pool. */
+#define _GNU_SOURCE
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "internal.h"
+
+static long ranks = 1;
+static _Atomic size_t pool_bytes[2] = {SIZE_MAX, SIZE_MAX}; /* [0] 2 MB, [1] 1 GB pages */
+static _Atomic long long mapped[2];
+static _Atomic long long refreshed_ms[2];
+
+static int index_of(size_t page_size) { return page_size == HP_1G; }
+
+/* A count of ranks: digits only, 1 to 1 << 20; 0 otherwise. */
+static long parse_ranks(const char *v) {
+  if (!v || !*v) return 0;
+  long n = 0;
+  for (const char *p = v; *p; p++) {
+    if (*p < '0' || *p > '9' || n > (1L << 20)) return 0;
+    n = n * 10 + (*p - '0');
+  }
+  return n >= 1 && n <= (1L << 20) ? n : 0;
+}
+
+void share_init(void) {
+  static const char *const vars[] = {"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_LOCAL_SIZE",
+                                     "SLURM_NTASKS_PER_NODE"};
+  for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+    long n = parse_ranks(getenv(vars[i]));
+    if (n) {
+      ranks = n;
+      return;
+    }
+  }
+}
+
+long share_local_ranks(void) { return ranks; }
+
+void share_refresh(size_t page_size) {
+  if (ranks == 1) return;
+  int i = index_of(page_size);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  if (atomic_load_explicit(&refreshed_ms[i], memory_order_relaxed) == now) return;
+  atomic_store_explicit(&refreshed_ms[i], now, memory_order_relaxed);
+  long total = os_pool_total(page_size, -1);
+  atomic_store_explicit(&pool_bytes[i], total < 0 ? SIZE_MAX : (size_t)total * page_size, memory_order_relaxed);
+}
+
+void share_mapped(size_t page_size, long long delta) {
+  atomic_fetch_add_explicit(&mapped[index_of(page_size)], delta, memory_order_relaxed);
+}
+
+static size_t share_of(int i) {
+  size_t pool = atomic_load_explicit(&pool_bytes[i], memory_order_relaxed);
+  return pool == SIZE_MAX ? SIZE_MAX : pool / (size_t)ranks;
+}
+
+bool share_may_cache(size_t page_size) {
+  if (ranks == 1) return true;
+  int i = index_of(page_size);
+  long long m = atomic_load_explicit(&mapped[i], memory_order_relaxed);
+  return m <= 0 || (size_t)m <= share_of(i);
+}
+
+size_t share_excess(size_t page_size, size_t size) {
+  if (ranks == 1) return 0;
+  int i = index_of(page_size);
+  long long m = atomic_load_explicit(&mapped[i], memory_order_relaxed);
+  size_t want = (m > 0 ? (size_t)m : 0) + size, share = share_of(i);
+  return want > share ? want - share : 0;
+}
