@@ -134,20 +134,27 @@ void hp_report_shortage(size_t size, size_t page, int node) {
   if (atomic_load_explicit(&hp_shortage_quiet, memory_order_relaxed)) return;
   unsigned bit = page == HP_1G ? 2U : 1U;
   if (atomic_fetch_or(&hp_shortage_reports, bit) & bit) return;
+  char pool[400];
+  hp_describe_shortage(pool, sizeof(pool), size, page, node);
+  const char *advice = hp_shortage_advice ? hp_shortage_advice : "allow a fallback with HUGEPOOL_POLICY=thp|small";
+  hp_warn(
+      "cannot map %zu MiB on %s ('hugepool doctor --need SIZE --ranks N' sizes it; MPI: UCX takes 3 pages per "
+      "rank too), or %s. Reported once; every refused request is counted in the statistics",
+      size >> 20, pool, advice);
+}
+
+void hp_describe_shortage(char *buf, size_t len, size_t size, size_t page, int node) {
   long avail = os_pool_available(page, node);
   long total = os_pool_total(page, node);
   char where[32] = "";
   if (node >= 0) (void)snprintf(where, sizeof(where), " on node %d", node); /* cannot truncate */
   const char *knob =
       page == HP_1G ? "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages" : "/proc/sys/vm/nr_hugepages";
-  const char *advice = hp_shortage_advice ? hp_shortage_advice : "allow a fallback with HUGEPOOL_POLICY=thp|small";
-  hp_warn(
-      "cannot map %zu MiB on %s hugetlb pages%s: need %zu pages, %ld free of %ld in the pool; reserve more "
-      "with 'echo N > %s' (as root) or 'hugepool-reserve N%s' ('hugepool doctor --need SIZE --ranks N' sizes "
-      "it; MPI: UCX takes 3 pages per rank too), or %s. Reported once; every refused request is counted in "
-      "the statistics",
-      size >> 20, page == HP_1G ? "1 GB" : "2 MB", where, size / page, avail, total, knob,
-      page == HP_1G ? " --size 1G" : "", advice);
+  (void)snprintf(buf, len,
+                 "%s hugetlb pages%s: need %zu pages, %ld free of %ld in the pool; reserve more with 'echo N > %s' "
+                 "(as root) or 'hugepool-reserve N%s'",
+                 page == HP_1G ? "1 GB" : "2 MB", where, size / page, avail, total, knob,
+                 page == HP_1G ? " --size 1G" : ""); /* truncation only shortens the message */
 }
 
 /* ---- the public API ----------------------------------------------------- */

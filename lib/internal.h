@@ -171,6 +171,10 @@ extern HP_INTERNAL pthread_mutex_t hp_lock;
 HP_INTERNAL void hp_ensure_init(void);
 HP_INTERNAL size_t hp_current_page_size(void);
 HP_INTERNAL void hp_report_shortage(size_t size, size_t page, int node);
+/* "2 MB hugetlb pages: need N pages, F free of T in the pool; reserve more
+ * with ..." for a request of `size` bytes: the part of a shortage line that
+ * every caller shares. */
+HP_INTERNAL void hp_describe_shortage(char *buf, size_t len, size_t size, size_t page, int node);
 
 /* ---- the allocation path (alloc.c) ---------------------------------------- */
 /* Releases happen in batches outside the lock; this is one batch. */

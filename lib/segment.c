@@ -26,17 +26,9 @@ static size_t round_up_pages(size_t bytes, size_t page) {
 }
 
 static void report_segment_shortage(size_t size, size_t page, int node) {
-  long avail = os_pool_available(page, node);
-  long total = os_pool_total(page, node);
-  char where[32] = "";
-  if (node >= 0) (void)snprintf(where, sizeof(where), " on node %d", node); /* cannot truncate */
-  const char *knob =
-      page == HP_1G ? "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages" : "/proc/sys/vm/nr_hugepages";
-  hp_warn(
-      "cannot create a %zu MiB shared segment on %s hugetlb pages%s: need %zu pages, %ld free of %ld in the "
-      "pool; reserve more with 'echo N > %s' (as root) or 'hugepool-reserve N%s'",
-      size >> 20, page == HP_1G ? "1 GB" : "2 MB", where, size / page, avail, total, knob,
-      page == HP_1G ? " --size 1G" : "");
+  char pool[400];
+  hp_describe_shortage(pool, sizeof(pool), size, page, node);
+  hp_warn("cannot create a %zu MiB shared segment on %s", size >> 20, pool);
 }
 
 /* The file, sized and mapped, its pages populated (bound to node if one is
