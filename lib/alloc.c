@@ -254,7 +254,9 @@ void *hp_allocate(size_t bytes, int node, bool *fresh) {
   return p;
 }
 
-void hugepool_free(void *ptr) {
+/* keep: the block may go to a cache (hugepool_free); else it goes back to
+ * the pool now (hp_free_to_pool). */
+static void free_block(void *ptr, bool keep) {
   if (!ptr) return;
   int saved = errno;
   hp_ensure_init();
@@ -269,7 +271,7 @@ void hugepool_free(void *ptr) {
   size_t headroom = b.headroom; /* address space realloc.c kept for growth */
   b.headroom = 0;               /* cached blocks (shared or thread caches) have none */
   size_t page = page_of((hugepool_kind)b.kind);
-  bool may_cache = !page || share_may_cache(page);
+  bool may_cache = keep && (!page || share_may_cache(page));
   hp_tcache *tc = tcache_self();
   if (tc && tcache_put_fast(tc, &b, may_cache)) {
     if (headroom) os_unmap((char *)b.addr + b.size, headroom);
@@ -309,6 +311,10 @@ void hugepool_free(void *ptr) {
   if (headroom) os_unmap((char *)b.addr + b.size, headroom);
   errno = saved;
 }
+
+void hugepool_free(void *ptr) { free_block(ptr, true); }
+
+void hp_free_to_pool(void *ptr) { free_block(ptr, false); }
 
 /* ---- live blocks, for realloc.c ---------------------------------------- */
 

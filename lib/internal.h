@@ -200,6 +200,9 @@ HP_INTERNAL void release_forget_in_flight(void);
 HP_INTERNAL void hp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- hooks for the preload (preload/), which links these objects ------- */
+/* hugepool_free() that never caches: the pages go back to the pool now (the
+ * preload's small heap returns its empty chunks with it). */
+HP_INTERNAL void hp_free_to_pool(void *ptr);
 /* Silences the core's pool-shortage messages (the preload prints its own). */
 HP_INTERNAL void hp_quiet_shortage(bool quiet);
 /* What the shortage line offers instead of a bigger pool (NULL: the

@@ -33,6 +33,8 @@ static _Atomic uint64_t n_huge;            /* requests served by hugepool */
 static _Atomic uint64_t n_fallback;        /* large requests given to glibc because the pool was short */
 static _Atomic uint64_t bytes_fallback;    /* ... and their bytes */
 static _Atomic uint64_t n_strict_failures; /* large requests refused (strict) */
+static _Atomic uint64_t n_small_fallback;  /* small requests given to glibc: no chunk for the small heap */
+static atomic_bool small_shortage_reported;
 
 /* What the kernel says: hugetlb memory this process has touched, in KiB
  * (Private_Hugetlb in /proc/self/smaps_rollup; cached buffers included). */
@@ -44,8 +46,8 @@ static uint64_t kernel_hugetlb_kib(void) {
 }
 
 static size_t extra_stats(hp_extra_stat *out, size_t max) {
-  uint64_t chunks = 0, sh_bytes = 0, sh_allocs = 0;
-  if (atomic_load(&hpl_small_heap_on)) sh_stats(&chunks, &sh_bytes, &sh_allocs);
+  sh_counters sh = {0};
+  if (atomic_load(&hpl_small_heap_on)) sh_stats(&sh);
   hp_extra_stat all[] = {
       {"preload_threshold", "preload: threshold (bytes)", atomic_load(&hpl_threshold)},
       {"kernel_private_hugetlb_kib", "kernel: Private_Hugetlb (KiB)", kernel_hugetlb_kib()},
@@ -53,12 +55,14 @@ static size_t extra_stats(hp_extra_stat *out, size_t max) {
       {"preload_fallbacks", "preload: fallbacks to glibc", atomic_load(&n_fallback)},
       {"preload_fallback_bytes", "preload: bytes fallen back", atomic_load(&bytes_fallback)},
       {"preload_strict_failures", "preload: large requests refused", atomic_load(&n_strict_failures)},
-      {"small_heap_chunks", "small heap: 2 MB chunks", chunks},
-      {"small_heap_bytes", "small heap: bytes in use", sh_bytes},
-      {"small_heap_allocs", "small heap: allocations", sh_allocs},
+      {"small_heap_chunks", "small heap: 2 MB chunks", sh.chunks},
+      {"small_heap_chunks_peak", "small heap: 2 MB chunks (peak)", sh.chunks_peak},
+      {"small_heap_chunks_returned", "small heap: chunks given back to the pool", sh.chunks_returned},
+      {"small_heap_bytes", "small heap: bytes in jemalloc's extents", sh.bytes_in_extents},
+      {"small_heap_fallbacks", "small heap: requests given to glibc (pool short)", atomic_load(&n_small_fallback)},
   };
   size_t n = sizeof(all) / sizeof(all[0]);
-  if (!atomic_load(&hpl_small_heap_on)) n -= 3;
+  if (!atomic_load(&hpl_small_heap_on)) n -= 5;
   if (n > max) n = max;
   memcpy(out, all, n * sizeof(all[0]));
   return n;
@@ -144,15 +148,34 @@ static void *large_alloc(size_t size, bool zero, size_t alignment) {
   return zero ? __libc_calloc(1, size) : __libc_malloc(size);
 }
 
+/* A small request the heap could not serve (no chunk: the pool is short):
+ * glibc serves it, one line per process, every one counted.  The heap looks
+ * at the pool again at most once a millisecond. */
+static void count_small_fallback(void) {
+  atomic_fetch_add_explicit(&n_small_fallback, 1, memory_order_relaxed);
+  if (atomic_load_explicit(&small_shortage_reported, memory_order_relaxed) ||
+      atomic_exchange(&small_shortage_reported, true) || option_get(HP_OPT_WARN) == 0)
+    return;
+  char line[400];
+  int n = snprintf(line, sizeof(line),
+                   "hugepool-preload[%ld]: hugetlb pool short for the small heap (%ld free 2 MB pages): small "
+                   "requests fall back to glibc malloc until the pool has pages again (each one is counted in the "
+                   "statistics, this line is printed once)\n",
+                   (long)getpid(), hugepool_pool_free_pages(-1));
+  if (n > 0) os_write_stderr(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+static bool small_heap_takes(size_t size) {
+  return atomic_load_explicit(&hpl_small_heap_on, memory_order_relaxed) && size <= HPL_SMALL_MAX && !sh_reentered();
+}
+
 static void *route(size_t size, bool zero) {
   if (!ready()) return zero ? __libc_calloc(1, size) : __libc_malloc(size);
   if (size >= atomic_load_explicit(&hpl_threshold, memory_order_relaxed)) return large_alloc(size, zero, 0);
-  if (atomic_load_explicit(&hpl_small_heap_on, memory_order_relaxed) && size <= HPL_SMALL_MAX) {
-    void *p = sh_malloc(size ? size : 1);
-    if (p) {
-      if (zero) memset(p, 0, size);
-      return p;
-    }
+  if (small_heap_takes(size)) {
+    void *p = sh_malloc(size, zero);
+    if (HPL_LIKELY(p != NULL)) return p;
+    count_small_fallback();
   }
   return zero ? __libc_calloc(1, size) : __libc_malloc(size);
 }
@@ -161,7 +184,8 @@ void *hpl_malloc_slow(size_t size) { return route(size, false); }
 
 void *hpl_calloc(size_t count, size_t size) { return route(count * size, true); /* overflow checked by caller */ }
 
-/* Where a pointer came from. */
+/* Where a pointer came from.  No small-heap object is 2 MB aligned (each
+ * chunk's first page is its map). */
 typedef enum { FROM_GLIBC, FROM_HUGEPOOL, FROM_SMALL_HEAP } origin;
 
 static origin origin_of(const void *ptr) {
@@ -256,12 +280,15 @@ void *hpl_realloc(void *ptr, size_t size) {
       break;
     case FROM_SMALL_HEAP:
     default:
+      if (!want_huge && size <= HPL_SMALL_MAX) { /* jemalloc resizes in place where it can */
+        void *p = sh_realloc(ptr, size);
+        if (p) return p;
+      }
       old = sh_usable_size(ptr);
-      if (!want_huge && size <= old && size > old / 2) return ptr;
       break;
   }
-  /* Across the threshold (or between small-heap classes): a new block and
-   * one copy of at most the smaller side. */
+  /* Across the threshold (or off the small heap): a new block and one copy
+   * of at most the smaller side. */
   void *fresh = route(size, false);
   if (!fresh) return NULL; /* the old block stays valid, errno = ENOMEM */
   memcpy(fresh, ptr, old < size ? old : size);
@@ -274,8 +301,11 @@ void *hpl_memalign(size_t alignment, size_t size) {
   if (size >= atomic_load_explicit(&hpl_threshold, memory_order_relaxed) && alignment <= HPL_2M) {
     return large_alloc(size, false, alignment); /* every hugepool buffer is 2 MB aligned */
   }
-  /* Alignments beyond 16 bytes are rare for small requests: glibc serves
-   * them, even in small-heap mode (free() tells the two apart). */
   if (alignment <= 16) return route(size, false);
-  return __libc_memalign(alignment, size);
+  if (alignment <= HPL_SMALL_MAX_ALIGN && small_heap_takes(size)) {
+    void *p = sh_memalign(alignment, size);
+    if (HPL_LIKELY(p != NULL)) return p;
+    count_small_fallback();
+  }
+  return __libc_memalign(alignment, size); /* free() tells the sources apart */
 }

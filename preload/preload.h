@@ -2,7 +2,8 @@
  *
  *   alloc-override.c  the exported malloc-family symbols, nothing else
  *   preload.c         routing by size, shortage policy, statistics, init
- *   small-heap.c      opt-in dense heap for small requests on hugetlb pages
+ *   small-heap.c      opt-in heap for small requests: jemalloc arenas ...
+ *   heap-chunks.c     ... whose extents are carved from hugetlb chunks
  */
 #ifndef HUGEPOOL_PRELOAD_H
 #define HUGEPOOL_PRELOAD_H
@@ -37,14 +38,25 @@ HPL_HIDDEN void *hpl_memalign(size_t alignment, size_t size);
 HPL_HIDDEN void hpl_free_slow(void *ptr);
 HPL_HIDDEN size_t hpl_usable_size(void *ptr);
 
-/* ---- small-heap.c ------------------------------------------------------- */
+/* ---- small-heap.c (with heap-chunks.c, heap.h) ---------------------------- */
 /* Largest request the small heap serves; bigger ones go elsewhere. */
 #define HPL_SMALL_MAX ((size_t)256 << 10)
+/* Largest alignment it serves (memalign & co.); larger go to glibc. */
+#define HPL_SMALL_MAX_ALIGN ((size_t)64 << 10)
 HPL_HIDDEN int sh_init(void);
-HPL_HIDDEN void *sh_malloc(size_t size);
+/* NULL when the pool cannot give the heap a chunk (the caller falls back). */
+HPL_HIDDEN void *sh_malloc(size_t size, bool zero);
+HPL_HIDDEN void *sh_memalign(size_t alignment, size_t size);
+/* NULL: not resized, ptr still valid. */
+HPL_HIDDEN void *sh_realloc(void *ptr, size_t size);
 HPL_HIDDEN void sh_free(void *ptr);
 HPL_HIDDEN size_t sh_usable_size(const void *ptr);
 HPL_HIDDEN bool sh_owns(const void *ptr);
-HPL_HIDDEN void sh_stats(uint64_t *chunks, uint64_t *bytes_in_use, uint64_t *allocs);
+/* True inside the heap's own hooks: anything allocated there goes to glibc. */
+HPL_HIDDEN bool sh_reentered(void);
+typedef struct sh_counters {
+  uint64_t chunks, chunks_peak, chunks_returned, bytes_in_extents;
+} sh_counters;
+HPL_HIDDEN void sh_stats(sh_counters *out);
 
 #endif /* HUGEPOOL_PRELOAD_H */

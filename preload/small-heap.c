@@ -1,283 +1,151 @@
-/* The small heap (HUGEPOOL_SMALL_HEAP=1): small requests packed densely onto
- * hugetlb pages, so a whole heap can live on huge pages without rounding
- * each request up to 2 MB.
+/* The small heap (HUGEPOOL_SMALL_HEAP=1): requests up to 256 KB served by
+ * jemalloc arenas whose memory is hugetlb chunks (heap-chunks.c), so a
+ * whole heap can live on huge pages, with jemalloc's speed: thread caches,
+ * size-class bins with their own locks, decay that gives memory back.
  *
- * Memory comes from hugepool in 2 MB chunks (hugetlb, 2 MB aligned).  A chunk
- * is 32 units of 64 KB; unit 0 holds the chunk's metadata, the others form
- * runs.  A run serves one size class (16 B .. 256 KB, four classes per
- * doubling above 128 B): one unit for classes up to 32 KB, enough units for
- * one object above that.  Freed objects go on their run's free list; an
- * empty run gives its units back to the chunk.  Chunks are kept for the
- * life of the process (they are few: the heap's peak, in 2 MB steps).
+ * The jemalloc here is a private copy of Debian's libjemalloc_pic.a made at
+ * build time (jemalloc-private.cmake): every symbol it defines is renamed
+ * hpje_*, none is exported (exports.map), and its constructor is gone, so
+ * it starts only here, from the preload's initialisation (allocations made
+ * meanwhile, pthread_atfork's and the background thread's included, go to
+ * glibc).  The program's own allocator, whatever it is, never meets it.
  *
- * Which pointers are ours: a bitmap with one bit per 2 MB of address space
- * (8 MB of virtual memory, touched only where chunks live), read without a
- * lock.  Each size class has its own mutex (its runs, their free lists);
- * one more guards the chunks' unit maps, taken only to start or retire a
- * run.  A run's class never changes while it holds a live object, so free()
- * can read it before locking.
- * Requests with an alignment above 16 bytes, larger than 256 KB, or made
- * when the pool is short go to glibc as usual. */
+ * One arena per CPU (at most HEAP_ARENAS), each thread bound to one, round
+ * robin, the first time it allocates; jemalloc's own automatic arena (0)
+ * serves nothing.  Frees go to jemalloc whichever thread frees: it finds the
+ * arena from the pointer. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
-#include <time.h>
+#include <unistd.h>
 
+#include "heap.h"
 #include "internal.h"
-#include "preload.h"
 
-#define UNIT_SHIFT 16
-#define UNIT ((size_t)1 << UNIT_SHIFT)
-#define UNITS_PER_CHUNK 32
-#define N_CLASSES 52
-#define ADDR_BITS 47
+/* The private jemalloc's entry points (jemalloc-private.cmake). */
+void *hpje_mallocx(size_t size, int flags);
+void *hpje_rallocx(void *ptr, size_t size, int flags);
+void hpje_dallocx(void *ptr, int flags);
+size_t hpje_sallocx(const void *ptr, int flags);
+int hpje_mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
 
-typedef struct run {
-  struct run *prev, *next; /* in the class's list of runs with free room */
-  void *free_list;         /* freed objects, linked through their first word */
-  uint32_t bump;           /* objects never handed out start here (offset) */
-  uint16_t used, capacity; /* live objects, objects the run can hold */
-  uint8_t cls, units, head;
-} run;
+/* Its configuration: this string, and nothing from the environment or
+ * /etc/malloc.conf (see the glue below).  No background purging of arena 0,
+ * which holds nothing; retain:false so that jemalloc gives extents back
+ * (dalloc) after its decay instead of keeping them; muzzy_decay_ms:0 so
+ * that dirty extents go straight to dalloc; one background thread purges
+ * after dirty_decay_ms even when the program makes no more calls. */
+const char *hpje_malloc_conf =
+    "narenas:1,retain:false,dss:disabled,muzzy_decay_ms:0,dirty_decay_ms:1000,"
+    "background_thread:true,max_background_threads:1";
 
-typedef struct chunk {
-  struct chunk *next;
-  uint32_t free_units; /* bit i: unit i is free */
-  run runs[UNITS_PER_CHUNK];
-} chunk;
+#define HEAP_ARENAS 16
+static unsigned arenas[HEAP_ARENAS];
+static unsigned n_arenas;
+static atomic_uint next_arena;
+static __thread int arena_flags __attribute__((tls_model("initial-exec"))); /* 0: not bound yet */
 
-_Static_assert(sizeof(chunk) <= UNIT, "chunk metadata must fit in unit 0");
-
-typedef struct {
-  pthread_mutex_t lock;
-  run *partial; /* runs with free room */
-  uint64_t bytes, allocs;
-  char pad[64];
-} size_class;
-
-static pthread_mutex_t chunk_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic(uint64_t) *owner_bits; /* one bit per 2 MB of address space */
-static chunk *chunks;                 /* chunk_lock */
-static uint64_t n_chunks;             /* chunk_lock */
-static size_class classes[N_CLASSES];
-
-static size_t class_of(size_t n) {
-  if (n <= 128) return (n + 15) / 16 - 1;
-  unsigned b = 63u - (unsigned)__builtin_clzll((unsigned long long)(n - 1));
-  return 8 + (b - 7) * 4 + ((n - 1) >> (b - 2)) - 4;
-}
-
-static size_t class_size(size_t cls) {
-  if (cls < 8) return (cls + 1) * 16;
-  size_t k = cls - 8, b = 7 + k / 4;
-  return (4 + k % 4 + 1) << (b - 2);
-}
-
-static size_t units_for(size_t size) { return size <= UNIT / 2 ? 1 : (size + UNIT - 1) / UNIT; }
-
-static void mark_owner(const void *base) {
-  uintptr_t bit = (uintptr_t)base >> 21;
-  atomic_fetch_or(&owner_bits[bit / 64], (uint64_t)1 << (bit % 64));
-}
-
-bool sh_owns(const void *ptr) {
-  uintptr_t bit = (uintptr_t)ptr >> 21;
-  if (!owner_bits || bit >= ((uintptr_t)1 << (ADDR_BITS - 21))) return false;
-  return (atomic_load_explicit(&owner_bits[bit / 64], memory_order_acquire) >> (bit % 64)) & 1;
-}
-
-static void lock_prepare(void) {
-  for (size_t i = 0; i < N_CLASSES; i++) pthread_mutex_lock(&classes[i].lock);
-  pthread_mutex_lock(&chunk_lock);
-}
-static void unlock_after(void) {
-  pthread_mutex_unlock(&chunk_lock);
-  for (size_t i = N_CLASSES; i-- > 0;) pthread_mutex_unlock(&classes[i].lock);
+static int flags_of_thread(void) {
+  int f = arena_flags;
+  if (HPL_LIKELY(f != 0)) return f;
+  unsigned i = atomic_fetch_add_explicit(&next_arena, 1, memory_order_relaxed) % n_arenas;
+  f = MALLOCX_ARENA(arenas[i]);
+  arena_flags = f;
+  return f;
 }
 
 int sh_init(void) {
-  size_t bytes = ((size_t)1 << (ADDR_BITS - 21)) / 8;
-  void *bits = os_map_sparse(bytes);
-  if (!bits) return -1;
-  owner_bits = bits;
-  for (size_t i = 0; i < N_CLASSES; i++) pthread_mutex_init(&classes[i].lock, NULL);
-  pthread_atfork(lock_prepare, unlock_after, unlock_after);
+  extent_hooks_t *hooks = hc_init();
+  if (!hooks) return -1;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  unsigned want = cpus < 1 ? 1 : cpus > HEAP_ARENAS ? HEAP_ARENAS : (unsigned)cpus;
+  /* jemalloc 5.3's arena_config_t: the arenas' metadata stays on jemalloc's
+   * own mappings (4 KB pages), only their extents come from the hooks. */
+  struct {
+    extent_hooks_t *extent_hooks;
+    bool metadata_use_hooks;
+  } config = {hooks, false};
+  int err = 0;
+  while (n_arenas < want) {
+    unsigned ind;
+    size_t len = sizeof(ind);
+    err = hpje_mallctl("experimental.arenas_create_ext", &ind, &len, &config, sizeof(config));
+    if (err) break;
+    arenas[n_arenas++] = ind;
+  }
+  if (n_arenas == 0) {
+    hp_warn("small heap: jemalloc refused to create an arena (%s); small requests stay with glibc", strerror(err));
+    return -1;
+  }
   return 0;
 }
 
-static chunk *chunk_of(const void *p) { return (chunk *)((char *)p - ((uintptr_t)p & (HPL_2M - 1))); }
+bool sh_reentered(void) { return hc_in_hook(); }
 
-static void list_push(run **head, run *r) {
-  r->prev = NULL;
-  r->next = *head;
-  if (*head) (*head)->prev = r;
-  *head = r;
+void *sh_malloc(size_t size, bool zero) {
+  return hpje_mallocx(size ? size : 1, flags_of_thread() | (zero ? MALLOCX_ZERO : 0));
 }
 
-static void list_remove(run **head, run *r) {
-  if (r->prev) r->prev->next = r->next;
-  else *head = r->next;
-  if (r->next) r->next->prev = r->prev;
-  r->prev = r->next = NULL;
+void *sh_memalign(size_t alignment, size_t size) {
+  return hpje_mallocx(size ? size : 1, flags_of_thread() | MALLOCX_ALIGN(alignment));
 }
 
-/* First fit of `units` contiguous free units in c; -1 if none. */
-static int find_units(const chunk *c, size_t units) {
-  uint32_t want = units >= 32 ? ~0u : ((1u << units) - 1);
-  for (int i = 1; i + (int)units <= UNITS_PER_CHUNK; i++) {
-    if (((c->free_units >> i) & want) == want) return i;
-  }
-  return -1;
+void *sh_realloc(void *ptr, size_t size) { return hpje_rallocx(ptr, size, flags_of_thread()); }
+
+void sh_free(void *ptr) { hpje_dallocx(ptr, 0); }
+
+size_t sh_usable_size(const void *ptr) { return hpje_sallocx(ptr, 0); }
+
+bool sh_owns(const void *ptr) { return hc_owns(ptr); }
+
+void sh_stats(sh_counters *out) {
+  hc_counters c;
+  hc_stats(&c);
+  out->chunks = c.chunks;
+  out->chunks_peak = c.chunks_peak;
+  out->chunks_returned = c.chunks_returned;
+  out->bytes_in_extents = c.bytes_in_extents;
 }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+/* ---- glue: the libc calls jemalloc-private.cmake sends here ------------- */
+
+/* jemalloc reads MALLOC_CONF with it: settings meant for the program's
+ * allocator (a jemalloc too, maybe) must not reach this one. */
+char *hpl_je_secure_getenv(const char *name) {
+  (void)name;
+  return NULL;
 }
 
-/* After a shortage the pool is looked at again at most this often; small
- * requests go to glibc meanwhile.  Each look is one read of the pool's free
- * count, so a short pool costs small requests almost nothing, and pages
- * reserved later are used within a millisecond. */
-#define SH_RETRY_NS 1000000u
-
-/* The caller holds chunk_lock. */
-static chunk *new_chunk(void) {
-  static uint64_t retry_at; /* 0: no shortage seen */
-  if (retry_at) {
-    uint64_t now = now_ns();
-    if (now < retry_at) return NULL;
-    if (hugepool_pool_free_pages(HUGEPOOL_ANY_NODE) <= 0) {
-      retry_at = now + SH_RETRY_NS;
-      return NULL;
-    }
+/* ... and /etc/malloc.conf (a symbolic link whose target is the settings). */
+ssize_t hpl_je_readlink(const char *restrict path, char *restrict buf, size_t len) {
+  if (strcmp(path, "/etc/malloc.conf") == 0) {
+    errno = ENOENT;
+    return -1;
   }
-  chunk *c = hugepool_alloc(HPL_2M);
-  if (!c || hugepool_kind_of(c) != HUGEPOOL_KIND_HUGE_2M) {
-    if (c) hugepool_free(c); /* a THP / 4 KB fallback (HUGEPOOL_POLICY=thp|small): not for us */
-    retry_at = now_ns() + SH_RETRY_NS;
-    return NULL;
-  }
-  retry_at = 0;
-  memset(c, 0, sizeof(*c));
-  c->free_units = ~1u; /* unit 0 is this header */
-  c->next = chunks;
-  chunks = c;
-  n_chunks++;
-  mark_owner(c);
-  return c;
+  return readlink(path, buf, len);
 }
 
-/* The caller holds the class's lock. */
-static run *new_run(size_t cls) {
-  size_t size = class_size(cls), units = units_for(size);
-  chunk *c;
-  int at = -1;
-  pthread_mutex_lock(&chunk_lock);
-  for (c = chunks; c; c = c->next) {
-    if ((at = find_units(c, units)) >= 0) break;
+/* jemalloc looks up the next pthread_create at start-up; the preload defines
+ * none, so it is libc's, and no dlsym (which may calloc) is needed. */
+void *hpl_je_dlsym(void *restrict handle, const char *restrict name) {
+  if (strcmp(name, "pthread_create") == 0) {
+    int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) = pthread_create;
+    void *sym;
+    memcpy(&sym, &create, sizeof(sym)); /* what dlsym returns: a function as an object pointer */
+    return sym;
   }
-  if (!c) {
-    if (!(c = new_chunk())) {
-      pthread_mutex_unlock(&chunk_lock);
-      return NULL;
-    }
-    at = find_units(c, units);
-  }
-  if (at < 0) { /* cannot happen: a new chunk has room for any class */
-    pthread_mutex_unlock(&chunk_lock);
-    return NULL;
-  }
-  for (size_t i = 0; i < units; i++) {
-    c->free_units &= ~(1u << (at + (int)i));
-    c->runs[at + (int)i].head = (uint8_t)at;
-  }
-  pthread_mutex_unlock(&chunk_lock);
-  run *r = &c->runs[at];
-  r->free_list = NULL;
-  r->bump = 0;
-  r->used = 0;
-  r->capacity = (uint16_t)(units * UNIT / size);
-  r->cls = (uint8_t)cls;
-  r->units = (uint8_t)units;
-  list_push(&classes[cls].partial, r);
-  return r;
+  return dlsym(handle, name);
 }
 
-static char *run_base(run *r) {
-  chunk *c = chunk_of(r);
-  return (char *)c + (size_t)(r - c->runs) * UNIT;
+/* Heap profiling's unwinder: profiling is never enabled here. */
+int hpl_je_unwind_backtrace(void *trace, void *arg) {
+  (void)trace, (void)arg;
+  return 5; /* _URC_END_OF_STACK */
 }
 
-void *sh_malloc(size_t size) {
-  if (size == 0 || size > HPL_SMALL_MAX) return NULL;
-  size_t cls = class_of(size);
-  size_class *k = &classes[cls];
-  pthread_mutex_lock(&k->lock);
-  run *r = k->partial;
-  if (!r && !(r = new_run(cls))) {
-    pthread_mutex_unlock(&k->lock);
-    return NULL;
-  }
-  void *p;
-  if (r->free_list) {
-    p = r->free_list;
-    r->free_list = *(void **)p;
-  } else {
-    p = run_base(r) + r->bump;
-    r->bump += (uint32_t)class_size(cls);
-  }
-  if (++r->used == r->capacity) list_remove(&k->partial, r);
-  k->bytes += class_size(cls);
-  k->allocs++;
-  pthread_mutex_unlock(&k->lock);
-  return p;
-}
-
-static run *run_of(const void *p) {
-  chunk *c = chunk_of(p);
-  size_t unit = ((uintptr_t)p - (uintptr_t)c) >> UNIT_SHIFT;
-  return &c->runs[c->runs[unit].head];
-}
-
-void sh_free(void *ptr) {
-  run *r = run_of(ptr);
-  size_t cls = r->cls; /* stable: the run holds this live object */
-  size_class *k = &classes[cls];
-  pthread_mutex_lock(&k->lock);
-  bool was_full = r->used == r->capacity;
-  *(void **)ptr = r->free_list;
-  r->free_list = ptr;
-  r->used--;
-  k->bytes -= class_size(cls);
-  if (r->used == 0) { /* give the units back to the chunk */
-    if (!was_full) list_remove(&k->partial, r);
-    chunk *c = chunk_of(ptr);
-    size_t at = (size_t)(r - c->runs);
-    pthread_mutex_lock(&chunk_lock);
-    for (size_t i = 0; i < r->units; i++) c->free_units |= 1u << (at + i);
-    pthread_mutex_unlock(&chunk_lock);
-  } else if (was_full) {
-    list_push(&k->partial, r);
-  }
-  pthread_mutex_unlock(&k->lock);
-}
-
-size_t sh_usable_size(const void *ptr) { return class_size(run_of(ptr)->cls); }
-
-void sh_stats(uint64_t *n_chunks_out, uint64_t *bytes_out, uint64_t *allocs_out) {
-  uint64_t bytes = 0, allocs = 0;
-  for (size_t i = 0; i < N_CLASSES; i++) {
-    pthread_mutex_lock(&classes[i].lock);
-    bytes += classes[i].bytes;
-    allocs += classes[i].allocs;
-    pthread_mutex_unlock(&classes[i].lock);
-  }
-  pthread_mutex_lock(&chunk_lock);
-  *n_chunks_out = n_chunks;
-  pthread_mutex_unlock(&chunk_lock);
-  *bytes_out = bytes;
-  *allocs_out = allocs;
+uintptr_t hpl_je_unwind_get_ip(void *context) {
+  (void)context;
+  return 0;
 }

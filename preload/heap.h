@@ -1,0 +1,32 @@
+/* The small heap's two files (not installed):
+ *   small-heap.c   jemalloc arenas for small requests, and the glue that
+ *                  keeps the preload's private jemalloc to itself
+ *   heap-chunks.c  the arenas' extent hooks: 2 MB hugetlb chunks from hugepool */
+#ifndef HUGEPOOL_PRELOAD_HEAP_H
+#define HUGEPOOL_PRELOAD_HEAP_H
+
+#include <jemalloc/jemalloc.h> /* types and MALLOCX_* only: the functions are the hpje_* copies */
+#include <sys/types.h>
+
+#include "preload.h"
+
+/* ---- heap-chunks.c ------------------------------------------------------- */
+/* The hooks for every heap arena; NULL if the ownership map cannot be had. */
+HPL_HIDDEN extent_hooks_t *hc_init(void);
+/* Is ptr inside a live chunk?  Lock-free. */
+HPL_HIDDEN bool hc_owns(const void *ptr);
+/* True while this thread runs one of the hooks. */
+HPL_HIDDEN bool hc_in_hook(void);
+typedef struct hc_counters {
+  uint64_t chunks, chunks_peak, chunks_returned, shortages, bytes_in_extents;
+} hc_counters;
+HPL_HIDDEN void hc_stats(hc_counters *out);
+
+/* ---- small-heap.c: what the private jemalloc calls instead of libc ------- */
+HPL_HIDDEN char *hpl_je_secure_getenv(const char *name);
+HPL_HIDDEN ssize_t hpl_je_readlink(const char *restrict path, char *restrict buf, size_t len);
+HPL_HIDDEN void *hpl_je_dlsym(void *restrict handle, const char *restrict name);
+HPL_HIDDEN int hpl_je_unwind_backtrace(void *trace, void *arg);
+HPL_HIDDEN uintptr_t hpl_je_unwind_get_ip(void *context);
+
+#endif /* HUGEPOOL_PRELOAD_HEAP_H */

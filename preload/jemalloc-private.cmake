@@ -1,0 +1,93 @@
+# Makes a private copy of Debian's libjemalloc_pic.a for the preload:
+#   cmake -DARCHIVE=.../libjemalloc_pic.a -DOUT=.../libhugepool_jemalloc.a
+#         -DAR=ar -DNM=nm -DOBJCOPY=objcopy -P jemalloc-private.cmake
+# 1. the C objects only (jemalloc_cpp's operator new/delete would need a C++
+#    runtime, and the preload already covers them through malloc/free);
+# 2. every symbol they define is renamed hpje_<name> (from nm --defined-only,
+#    so undefined references to libc stay as they are): jemalloc's malloc,
+#    free, mallocx ... cannot meet the program's or the preload's own;
+# 3. four libc references are sent to the preload's glue (jemalloc-glue.c):
+#    secure_getenv and readlink (so MALLOC_CONF and /etc/malloc.conf, meant
+#    for the program's allocator, never configure this one), dlsym (jemalloc
+#    looks up pthread_create with it at start-up; dlsym may call calloc, which
+#    is the preload's), and the unwinder (heap profiling only: never enabled,
+#    and no libgcc_s dependency);
+# 4. jemalloc's constructor is dropped (.init_array): it would start jemalloc
+#    in every process; the preload starts it only in small-heap mode.
+# Fails (FATAL_ERROR) if any step does not do what it should.
+cmake_minimum_required(VERSION 3.16)
+foreach(v ARCHIVE OUT AR NM OBJCOPY)
+  if(NOT ${v})
+    message(FATAL_ERROR "jemalloc-private.cmake: ${v} not set")
+  endif()
+endforeach()
+get_filename_component(_dir "${OUT}" DIRECTORY)
+set(_work "${_dir}/objects")
+file(REMOVE_RECURSE "${_work}")
+file(MAKE_DIRECTORY "${_work}")
+
+function(run)
+  execute_process(COMMAND ${ARGN} WORKING_DIRECTORY "${_work}" RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "jemalloc-private: '${ARGN}' failed (${rc}): ${err}")
+  endif()
+  set(run_out "${out}" PARENT_SCOPE)
+endfunction()
+
+run("${AR}" x "${ARCHIVE}")
+file(GLOB _objs RELATIVE "${_work}" "${_work}/*.o")
+list(FILTER _objs EXCLUDE REGEX "jemalloc_cpp")
+list(LENGTH _objs _n)
+if(_n LESS 10)
+  message(FATAL_ERROR "jemalloc-private: only ${_n} objects in ${ARCHIVE}")
+endif()
+list(SORT _objs)
+
+# Defined global symbols (nm types in upper case: T D B R V W ...).
+run("${NM}" --defined-only -g -P ${_objs})
+string(REPLACE "\n" ";" _lines "${run_out}")
+set(_map "")
+set(_names "")
+foreach(_line IN LISTS _lines)
+  if(_line MATCHES "^([^ :]+) [A-Z] ")
+    list(APPEND _names "${CMAKE_MATCH_1}")
+  endif()
+endforeach()
+list(REMOVE_DUPLICATES _names)
+foreach(_name IN LISTS _names)
+  string(APPEND _map "${_name} hpje_${_name}\n")
+endforeach()
+foreach(_name malloc free mallocx dallocx mallctl)
+  if(NOT _name IN_LIST _names)
+    message(FATAL_ERROR "jemalloc-private: ${ARCHIVE} defines no '${_name}': not jemalloc 5?")
+  endif()
+endforeach()
+string(APPEND _map "secure_getenv hpl_je_secure_getenv\nreadlink hpl_je_readlink\ndlsym hpl_je_dlsym\n")
+string(APPEND _map "_Unwind_Backtrace hpl_je_unwind_backtrace\n_Unwind_GetIP hpl_je_unwind_get_ip\n")
+file(WRITE "${_dir}/redefine.syms" "${_map}")
+
+foreach(_obj IN LISTS _objs)
+  run("${OBJCOPY}" --redefine-syms=${_dir}/redefine.syms --remove-section=.init_array
+      --remove-section=.rela.init_array "${_obj}")
+endforeach()
+
+# Checks: nothing the program could call, no constructor left.
+run("${NM}" --defined-only -g -P ${_objs})
+if(run_out MATCHES "(^|\n)(malloc|free|calloc|realloc|mallocx|mallctl|je_[a-z_0-9]*) ")
+  message(FATAL_ERROR "jemalloc-private: '${CMAKE_MATCH_2}' still defined after renaming")
+endif()
+run("${NM}" --undefined-only -P ${_objs})
+if(run_out MATCHES "(^|\n)(secure_getenv|readlink|dlsym|_Unwind_Backtrace|_Unwind_GetIP|malloc|free) ")
+  message(FATAL_ERROR "jemalloc-private: undefined '${CMAKE_MATCH_2}' left")
+endif()
+foreach(_obj IN LISTS _objs)
+  run(objdump -h "${_obj}")
+  if(run_out MATCHES "init_array|\\.ctors")
+    message(FATAL_ERROR "jemalloc-private: ${_obj} still has a constructor")
+  endif()
+endforeach()
+
+file(REMOVE "${OUT}")
+run("${AR}" qc "${OUT}" ${_objs})
+message(STATUS "jemalloc-private: ${_n} objects of ${ARCHIVE}, symbols renamed hpje_*")
