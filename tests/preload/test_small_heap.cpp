@@ -1,12 +1,12 @@
 // HUGEPOOL_SMALL_HEAP=1: small requests packed onto hugetlb pages.
-#include <catch2/catch.hpp>
+#include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cerrno>
+#include <mutex>
 #include <thread>
 #include <vector>
-
-#include <unistd.h>
 
 #include "common.hpp"
 
@@ -138,8 +138,196 @@ TEST_CASE("small heap: an empty pool leaves small requests with glibc", "[smallh
   }
   CHECK(pl::page_kb(objs.back()) == 4);
   CHECK(pl::counter("small heap: 2 MB chunks") == chunks);
+  CHECK(pl::counter("small heap: requests given to glibc (pool short)") > 0); /* counted */
   bool ok = true;
   for (int i = 0; i < 5000; i++) ok &= pl::check(objs[size_t(i)], 4000, unsigned(i));
   CHECK(ok);
   for (void *p : objs) free(p);
+}
+
+// 8 threads, random sizes 16 B - 256 KB (log-uniform), random lifetimes, and
+// a quarter of the objects freed by another thread than the one that made
+// them (through per-thread mailboxes).  Every object is checked, whole, by
+// whoever frees it.
+TEST_CASE("small heap: 8 threads, random sizes and lifetimes, cross-thread frees", "[smallheap]") {
+  kv::PoolGuard pool(160);
+  constexpr int kThreads = 8;
+  struct Obj {
+    unsigned char *p;
+    size_t n;
+    unsigned seed;
+  };
+  struct Mailbox {
+    std::mutex m;
+    std::vector<Obj> objs;
+  };
+  std::vector<Mailbox> boxes(kThreads);
+  std::atomic<long> bad{0}, on_huge{0}, sampled{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; t++) {
+    ts.emplace_back([t, &boxes, &bad, &on_huge, &sampled] {
+      std::vector<Obj> live;
+      uint64_t x = 0x9E3779B97F4A7C15ULL * uint64_t(t + 1);
+      auto next = [&x] { return x ^= x << 13, x ^= x >> 7, x ^= x << 17; };
+      auto release = [&bad](const Obj &o) {
+        if (!pl::check(o.p, o.n, o.seed) || malloc_usable_size(o.p) < o.n) bad++;
+        free(o.p);
+      };
+      for (int r = 0; r < 30000; r++) {
+        uint64_t v = next();
+        if (!live.empty() && (v % 100 < 45 || live.size() > 300)) {
+          size_t i = (v >> 8) % live.size();
+          Obj o = live[i];
+          live[i] = live.back();
+          live.pop_back();
+          if ((v >> 40) % 4 == 0) { /* another thread frees it */
+            Mailbox &b = boxes[(size_t(t) + 1 + (v >> 44) % (kThreads - 1)) % kThreads];
+            std::lock_guard<std::mutex> g(b.m);
+            b.objs.push_back(o);
+          } else {
+            release(o);
+          }
+        } else {
+          unsigned shift = 4 + unsigned((v >> 20) % 15); /* 16 B .. 256 KB */
+          size_t n = (size_t(1) << shift) + ((v >> 32) & ((size_t(1) << shift) - 1));
+          if (n > (256 << 10)) n = 256 << 10;
+          auto *p = static_cast<unsigned char *>(malloc(n));
+          if (!p) {
+            bad++;
+            continue;
+          }
+          unsigned seed = unsigned(v >> 48);
+          pl::fill(p, n, seed);
+          live.push_back({p, n, seed});
+          if (r % 5000 == 0) {
+            sampled++;
+            if (pl::on_hugetlb(p)) on_huge++;
+          }
+        }
+        if (r % 64 == 0) {
+          std::vector<Obj> mine;
+          {
+            std::lock_guard<std::mutex> g(boxes[size_t(t)].m);
+            mine.swap(boxes[size_t(t)].objs);
+          }
+          for (auto &o : mine) release(o);
+        }
+      }
+      for (auto &o : live) release(o);
+    });
+  }
+  for (auto &t : ts) t.join();
+  for (auto &b : boxes)
+    for (auto &o : b.objs) {
+      if (!pl::check(o.p, o.n, o.seed)) bad++;
+      free(o.p);
+    }
+  CHECK(bad == 0);
+  CHECK(sampled > 0);
+  CHECK(on_huge == sampled); /* the pool had room: every sampled object on 2 MB hugetlb pages */
+}
+
+// Free pages of the 2 MB pool, read without allocating.
+static long long pool_free_pages() {
+  return kv::pool_number("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages") -
+         kv::pool_number("/sys/kernel/mm/hugepages/hugepages-2048kB/resv_hugepages");
+}
+
+TEST_CASE("small heap: a freed heap goes back to the pool after jemalloc's decay", "[smallheap]") {
+  kv::PoolGuard pool(64);
+  pool_reserved_now();
+  constexpr size_t kObjs = 300000; /* 200 B each: 60 MB, 30 chunks' worth */
+  std::vector<void *> objs;
+  objs.reserve(kObjs); /* a large buffer, from hugepool's cache: before the baseline */
+  long long before = pool_free_pages();
+  long long kib_before = kv::self_hugetlb_kb();
+  for (size_t i = 0; i < kObjs; i++) {
+    objs.push_back(malloc(200));
+    static_cast<char *>(objs.back())[0] = char(i);
+  }
+  long long at_peak = pool_free_pages();
+  CHECK(before - at_peak >= 28); /* the kernel's pool lent the heap ~30 pages */
+  CHECK(kv::self_hugetlb_kb() - kib_before >= 28 * 2048);
+  for (void *p : objs) free(p);
+  /* jemalloc purges after dirty_decay_ms (1 s, gradually): its background
+   * thread gives the extents back and whole chunks go to the pool */
+  long long now = at_peak;
+  for (int i = 0; i < 100 && now < before - 2; i++) {
+    usleep(100000);
+    now = pool_free_pages();
+  }
+  INFO("pool free pages: before " << before << ", at the peak " << at_peak << ", after free + decay " << now);
+  CHECK(now >= before - 2); /* a chunk or two may keep what thread caches hold */
+  CHECK(pl::counter("small heap: chunks given back to the pool") >= 26);
+}
+
+TEST_CASE("small heap: fork with a live heap and a thread allocating meanwhile", "[smallheap]") {
+  kv::PoolGuard pool(64);
+  pool_reserved_now();
+  std::vector<std::pair<unsigned char *, size_t>> objs;
+  for (unsigned i = 0; i < 5000; i++) {
+    size_t n = 16 + (i * 97) % 5000;
+    auto *p = static_cast<unsigned char *>(malloc(n));
+    pl::fill(p, n, i);
+    objs.push_back({p, n});
+  }
+  std::atomic<bool> stop{false};
+  std::thread churn([&stop] {
+    std::vector<void *> v(256, nullptr);
+    for (uint64_t x = 1; !stop.load(); x++) {
+      size_t i = (x * 2654435761u) % v.size();
+      free(v[i]);
+      v[i] = malloc(16 + (x * 31) % 20000);
+    }
+    for (void *p : v) free(p);
+  });
+  for (int k = 0; k < 10; k++) {
+    int st = pl::in_child([&objs, k] {
+      alarm(30); /* a deadlock in the child's allocator fails the test, not the run */
+      for (unsigned i = 0; i < objs.size(); i++)
+        if (!pl::check(objs[i].first, objs[i].second, i)) return 1;
+      for (unsigned i = 0; i < objs.size(); i += 2) free(objs[i].first);
+      std::vector<void *> fresh;
+      for (int i = 0; i < 3000; i++) {
+        fresh.push_back(malloc(64 + size_t(i + k) % 3000));
+        pl::fill(fresh.back(), 64, unsigned(i));
+      }
+      bool huge = pl::on_hugetlb(fresh.back());
+      for (void *p : fresh) free(p);
+      return huge ? 0 : 2;
+    });
+    CHECK(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 0);
+  }
+  stop = true;
+  churn.join();
+  bool ok = true;
+  for (unsigned i = 0; i < objs.size(); i++) ok &= pl::check(objs[i].first, objs[i].second, i);
+  CHECK(ok);
+  for (auto &o : objs) free(o.first);
+}
+
+TEST_CASE("small heap: aligned requests and realloc stay on the heap", "[smallheap]") {
+  kv::PoolGuard pool(16);
+  pool_reserved_now();
+  void *a = aligned_alloc(4096, 5000);
+  REQUIRE(a);
+  CHECK(pl::aligned(a, 4096));
+  CHECK(pl::on_hugetlb(a));
+  void *b = nullptr;
+  CHECK(posix_memalign(&b, 256, 100) == 0);
+  CHECK(pl::aligned(b, 256));
+  CHECK(pl::on_hugetlb(b));
+  free(a);
+  free(b);
+  auto *p = static_cast<unsigned char *>(malloc(40));
+  pl::fill(p, 40, 9);
+  for (size_t n = 64; n <= (256 << 10); n *= 2) { /* grows through every kind of jemalloc size */
+    p = static_cast<unsigned char *>(realloc(p, n));
+    REQUIRE(p);
+    CHECK(pl::check(p, 40, 9));
+    CHECK(pl::on_hugetlb(p));
+    CHECK(malloc_usable_size(p) >= n);
+  }
+  free(p);
 }
