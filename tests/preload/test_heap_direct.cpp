@@ -27,6 +27,12 @@ void sh_stats(sh_counters *out);
 
 namespace {
 
+#if defined(__SANITIZE_THREAD__)
+constexpr int kRounds = 3000; /* TSan: every byte checked is instrumented */
+#else
+constexpr int kRounds = 12000;
+#endif
+
 void fill(unsigned char *p, size_t n, unsigned seed) {
   for (size_t i = 0; i < n; i++) p[i] = static_cast<unsigned char>((i * 131 + seed) >> 3);
 }
@@ -69,7 +75,7 @@ TEST_CASE("small heap, direct: 8 threads, random sizes 16 B-256 KB, random lifet
         if (!check(o.p, o.n, o.seed) || sh_usable_size(o.p) < o.n || !sh_owns(o.p)) bad++;
         sh_free(o.p);
       };
-      for (int r = 0; r < 12000; r++) {
+      for (int r = 0; r < kRounds; r++) {
         uint64_t v = next();
         if (!live.empty() && (v % 100 < 45 || live.size() > 300)) {
           size_t i = (v >> 8) % live.size();
