@@ -27,19 +27,21 @@
 /* The private jemalloc's entry points (jemalloc-private.cmake). */
 void *hpje_mallocx(size_t size, int flags);
 void *hpje_rallocx(void *ptr, size_t size, int flags);
-void hpje_dallocx(void *ptr, int flags);
+void hpje_free(void *ptr);
 size_t hpje_sallocx(const void *ptr, int flags);
 int hpje_mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
 
 /* Its configuration: this string, and nothing from the environment or
- * /etc/malloc.conf (see the glue below).  No background purging of arena 0,
- * which holds nothing; retain:false so that jemalloc gives extents back
- * (dalloc) after its decay instead of keeping them; muzzy_decay_ms:0 so
- * that dirty extents go straight to dalloc; one background thread purges
- * after dirty_decay_ms even when the program makes no more calls. */
-const char *hpje_malloc_conf =
-    "narenas:1,retain:false,dss:disabled,muzzy_decay_ms:0,dirty_decay_ms:1000,"
-    "background_thread:true,max_background_threads:1";
+ * /etc/malloc.conf (see the glue below).  narenas:1: jemalloc's automatic
+ * arena serves nothing here; retain:false so that jemalloc gives extents
+ * back (dalloc) after its decay instead of keeping them; muzzy_decay_ms:0
+ * so that dirty extents go straight to dalloc; one background thread
+ * purges after dirty_decay_ms even when the program makes no more calls;
+ * tcache_max:65536: thread caches up to 64 KB, not 32 KB (jemalloc's large
+ * path, above it, costs a lock and an extent lookup per call; measured in
+ * bench/preload/RESULTS.md). */
+const char *hpje_malloc_conf = "narenas:1,retain:false,dss:disabled,muzzy_decay_ms:0,dirty_decay_ms:1000,"
+                               "background_thread:true,max_background_threads:1,tcache_max:65536";
 
 #define HEAP_ARENAS 16
 static unsigned arenas[HEAP_ARENAS];
@@ -94,7 +96,7 @@ void *sh_memalign(size_t alignment, size_t size) {
 
 void *sh_realloc(void *ptr, size_t size) { return hpje_rallocx(ptr, size, flags_of_thread()); }
 
-void sh_free(void *ptr) { hpje_dallocx(ptr, 0); }
+void sh_free(void *ptr) { hpje_free(ptr); /* jemalloc finds the arena from the pointer */ }
 
 size_t sh_usable_size(const void *ptr) { return hpje_sallocx(ptr, 0); }
 
