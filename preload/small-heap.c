@@ -39,9 +39,13 @@ int hpje_mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size
  * purges after dirty_decay_ms even when the program makes no more calls;
  * tcache_max:65536: thread caches up to 64 KB, not 32 KB (jemalloc's large
  * path, above it, costs a lock and an extent lookup per call; measured in
- * bench/preload/RESULTS.md). */
-const char *hpje_malloc_conf = "narenas:1,retain:false,dss:disabled,muzzy_decay_ms:0,dirty_decay_ms:1000,"
-                               "background_thread:true,max_background_threads:1,tcache_max:65536";
+ * bench/preload/RESULTS.md); lg_extent_max_active_fit:10: a free extent
+ * may serve a request up to 1024 times smaller (jemalloc's default, 64,
+ * left the 2 MB extents that coalesce inside a chunk unused for small slabs,
+ * and a churning heap took a new chunk for nearly every slab). */
+const char *hpje_malloc_conf =
+    "narenas:1,retain:false,dss:disabled,muzzy_decay_ms:0,dirty_decay_ms:1000,"
+    "background_thread:true,max_background_threads:1,tcache_max:65536,lg_extent_max_active_fit:10";
 
 #define HEAP_ARENAS 16
 static unsigned arenas[HEAP_ARENAS];

@@ -293,6 +293,10 @@ TEST_CASE("small heap: fork with a live heap and a thread allocating meanwhile",
         pl::fill(fresh.back(), 64, unsigned(i));
       }
       bool huge = pl::on_hugetlb(fresh.back());
+      if (!huge)
+        fprintf(stderr, "child: pool free %lld, small heap chunks %lld (peak %lld), HugetlbPages %lld kB\n",
+                pool_free_pages(), pl::counter("small heap: 2 MB chunks"),
+                pl::counter("small heap: 2 MB chunks (peak)"), kv::self_hugetlb_kb());
       for (void *p : fresh) free(p);
       return huge ? 0 : 2;
     });
@@ -330,4 +334,25 @@ TEST_CASE("small heap: aligned requests and realloc stay on the heap", "[smallhe
     CHECK(malloc_usable_size(p) >= n);
   }
   free(p);
+}
+
+// A heap that churns (a few MB live, millions of requests of 16 B - 20 KB)
+// keeps a few chunks: jemalloc reuses the extents it has, it does not ask
+// the pool for new ones.
+TEST_CASE("small heap: a churning heap stays near its live size", "[smallheap]") {
+  kv::PoolGuard pool(100);
+  pool_reserved_now();
+  long long kib_before = kv::self_hugetlb_kb();
+  std::vector<void *> v(256, nullptr); /* ~2.5 MB live */
+  for (uint64_t x = 1; x < 3000000; x++) {
+    size_t i = (x * 2654435761u) % v.size();
+    free(v[i]);
+    v[i] = malloc(16 + (x * 31) % 20000);
+  }
+  long long grown = kv::self_hugetlb_kb() - kib_before;
+  long long peak = pl::counter("small heap: 2 MB chunks (peak)");
+  for (void *p : v) free(p);
+  INFO("hugetlb kB grown " << grown << ", peak chunks " << peak);
+  CHECK(peak <= 12);
+  CHECK(grown <= 12 * 2048);
 }
