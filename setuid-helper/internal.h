@@ -106,8 +106,8 @@ int intent_settle(struct state *s, struct settled *out);
 
 /* The hierarchy the hugetlb controller is bound to. */
 struct cg_hier {
-  int v2;         /* 1: cgroup2, 0: a cgroup v1 hierarchy with hugetlb */
-  char mnt[512];  /* its mount point (mounted at the hierarchy's root) */
+  int v2;        /* 1: cgroup2, 0: a cgroup v1 hierarchy with hugetlb */
+  char mnt[512]; /* its mount point (mounted at the hierarchy's root) */
 };
 /* 0, or -1 with the reason (no controller, nothing mounted). */
 int cg_detect(struct cg_hier *h, char *why, size_t whylen);

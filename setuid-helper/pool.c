@@ -203,8 +203,8 @@ static int job_pages(const struct cg_job *jc, unsigned size_kb, unsigned long lo
 /* With the lock held: decide, write the intent, grow the pool, settle, and
  * raise the caller's job's limit (jc, NULL outside an isolated job). */
 static int grant_locked(const struct reserve_config *c, const struct reserve_caller *who,
-                        const struct reserve_request *rq, const struct cg_job *jc, struct state *s,
-                        struct grant_log *l, char *msg, size_t msglen) {
+                        const struct reserve_request *rq, const struct cg_job *jc, struct state *s, struct grant_log *l,
+                        char *msg, size_t msglen) {
   struct pool_state st;
   struct reserve_grant_entry *g;
   struct settled r;

@@ -44,13 +44,13 @@ struct reserve_request {
 int reserve_parse_args(int argc, char *const argv[], struct reserve_request *rq, const char **err);
 
 struct reserve_config {
-  unsigned long long max_pages;   /* per user on this node, in 2 MB pages */
-  unsigned max_permille;          /* hugetlb memory <= this/1000 of MemTotal */
-  unsigned long long min_free_mb; /* MemAvailable that must remain */
-  char group[64];                 /* group allowed to use the helper */
-  int require_job;                /* caller must own a Slurm job on the node */
-  int require_isolation;          /* refuse a job's tasks when its hugetlb cgroup cannot be set up */
-  int default_job_pages_set;      /* default_job_pages was given */
+  unsigned long long max_pages;         /* per user on this node, in 2 MB pages */
+  unsigned max_permille;                /* hugetlb memory <= this/1000 of MemTotal */
+  unsigned long long min_free_mb;       /* MemAvailable that must remain */
+  char group[64];                       /* group allowed to use the helper */
+  int require_job;                      /* caller must own a Slurm job on the node */
+  int require_isolation;                /* refuse a job's tasks when its hugetlb cgroup cannot be set up */
+  int default_job_pages_set;            /* default_job_pages was given */
   unsigned long long default_job_pages; /* reservation limit of a job without --hugepages */
 };
 

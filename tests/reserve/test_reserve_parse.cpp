@@ -122,9 +122,9 @@ TEST_CASE("config: require_isolation and default_job_pages are optional") {
   REQUIRE(conf(std::string(kGood) + "default_job_pages 16\nrequire_isolation no\n", c) == 0);
   CHECK(c.default_job_pages == 16);
   CHECK(c.require_isolation == 0);
-  for (const char *extra : {"require_isolation 1\n", "default_job_pages -1\n", "default_job_pages 01\n",
-                            "default_job_pages 10000001\n", "require_isolation yes\nrequire_isolation yes\n",
-                            "default_job_pages 1\ndefault_job_pages 1\n"})
+  for (const char *extra :
+       {"require_isolation 1\n", "default_job_pages -1\n", "default_job_pages 01\n", "default_job_pages 10000001\n",
+        "require_isolation yes\nrequire_isolation yes\n", "default_job_pages 1\ndefault_job_pages 1\n"})
     CHECK(conf(std::string(kGood) + extra, c) == -1);
 }
 

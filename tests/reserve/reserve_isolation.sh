@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Per-job hugetlb isolation on a real single-node Slurm: each job's
+# processes live in a hugetlb cgroup whose reservation limit is the job's
+# grant, so a job that maps more than its grant gets ENOMEM at mmap (never
+# SIGBUS) while another job's pages stay free for it, and a job without
+# --hugepages (default_job_pages 0) cannot take them.  Then a node without
+# the controller (slurmd in a mount namespace where no hugetlb hierarchy is
+# mounted: the plugin's own detection finds none): the job runs unisolated
+# and says so; with require_isolation yes it is refused.
+source "$(dirname "$0")/lib.sh"
+conf() { # extra config lines on stdin
+  { printf 'max_pages 64\nmax_fraction 0.5\nmin_free_mb 1024\ngroup nogroup\nrequire_job yes\ndefault_job_pages 0\n'; cat; } \
+    >"$REAL/etc/hugepool/reserve.conf.new"
+  chmod 0644 "$REAL/etc/hugepool/reserve.conf.new"
+  mv "$REAL/etc/hugepool/reserve.conf.new" "$REAL/etc/hugepool/reserve.conf"
+}
+real_pool_setup </dev/null
+conf </dev/null
+SLURM_PARTITION_EXTRA=OverSubscribe=FORCE:4 # three jobs at once on a 2-CPU node
+source "$(dirname "$0")/slurm_lib.sh"
+
+MAP=$INST/tools/hugetlb_map
+[[ -x $RESERVE_DOCTOR ]] || fail "hugepool doctor not built ($RESERVE_DOCTOR)"
+install -m 0755 "$RESERVE_DOCTOR" "$INST/tools/hugepool"
+S=$T/sync
+mkdir -m 0777 "$S"
+on_exit "touch '$S/release'; sleep 0.5" # the jobs' holders exit whatever happened
+grants() { grep -c '^65534 ' "$REAL/var/lib/hugepool/grants" || true; }
+bg_pids=()
+bg_job() { # name srun-args...: a job in the background, its output in $T/<name>.out
+  local name=$1
+  shift
+  (cd /tmp && setpriv --reuid=65534 --regid=65534 --clear-groups env SLURM_CONF="$SLURM_CONF" \
+    timeout 120 srun -N1 -n1 "$@" >"$T/$name.out" 2>&1 9>&-) &
+  bg_pids+=($!)
+}
+wait_file() { # file what
+  for _ in $(seq 600); do [[ -e $1 ]] && return 0; sleep 0.1; done
+  fail "$2 (no $1)
+$(tail -n 20 "$T"/job-*.out 2>/dev/null)
+$(logs)"
+}
+spare_cmd="echo spare=\$((\$(cat $sys/free_hugepages) - \$(cat $sys/resv_hugepages)))"
+
+if [[ -z $cg_mnt ]]; then
+  echo "note: this node offers no hugetlb cgroup controller (neither cgroup2 nor a v1 hierarchy): only the unisolated part runs"
+else
+  # Job B (6 pages) starts first and waits; job A (4 pages) maps its own,
+  # then one more (refused at mmap), grows its limit with the helper; job C
+  # (no --hugepages) tries one page; then B maps its 6, which are still free.
+  bg_job job-b --hugepages=6 bash -c "touch $S/b-started; while [ ! -e $S/go-b ]; do sleep 0.1; done;
+    $MAP 6 $S/b-held $S/release"
+  wait_file "$S/b-started" "job B did not start"
+  bg_job job-a --hugepages=4 bash -c "$MAP 4 $S/a-held $S/release & while [ ! -e $S/a-held ]; do sleep 0.1; done;
+    $spare_cmd; $MAP 1; echo rc=\$?; $HELPER --status; $HELPER 5; $MAP 1; echo rc=\$?;
+    $INST/tools/hugepool doctor; touch $S/a-done; wait"
+  wait_file "$S/a-done" "job A did not get through"
+  out_a=$(cat "$T/job-a.out")
+  grep -q '^mapped 4 hugetlb_kb 8192$' <<<"$out_a" || fail "job A could not map its 4 pages: $out_a"
+  pass "job A (--hugepages=4) maps its own 4 pages"
+  spare=$(sed -n 's/^spare=//p' <<<"$out_a")
+  ((spare >= 6)) || fail "job A's over-grant test ran with only $spare spare pages: $out_a"
+  grep -q '^mmap 1: ENOMEM$' <<<"$out_a" && grep -qx 'rc=1' <<<"$out_a" || fail "job A's 5th page was not refused at mmap: $out_a"
+  ! grep -q SIGBUS <<<"$out_a" || fail "SIGBUS in job A: $out_a"
+  pass "job A's 5th page fails at mmap with ENOMEM although $spare pages are free (job B's)"
+  grep -q 'your job [0-9]*: hugetlb cgroup .*/hugepool/job_[0-9]* (cgroup v[12])' <<<"$out_a" &&
+    grep -q '2048 kB pages: limit 4, reserved 4, in use 4' <<<"$out_a" || fail "job A's --status lacks its limit and use: $out_a"
+  pass "hugepool-reserve --status in job A shows its limit and use"
+  grep -q 'granted: your job [0-9]* may reserve 5 pages of 2048 kB; you hold 11' <<<"$out_a" &&
+    grep -q '^mapped 1 hugetlb_kb 2048$' <<<"$out_a" && [[ $(grep -c 'rc=0' <<<"$out_a") == 1 ]] ||
+    fail "the helper did not grow job A's limit: $out_a"
+  pass "hugepool-reserve 5 in job A grows the pool and the job's limit: its 5th page maps"
+  grep -q 'reservation limit 10 MiB (used 8 MiB)' <<<"$out_a" || fail "hugepool doctor lacks job A's limit and use: $out_a"
+  pass "hugepool doctor in job A shows its limit and use"
+
+  as_job bash -c "$spare_cmd; $MAP 1; echo rc=\$?"
+  spare=$(sed -n 's/^spare=//p' <<<"$OUT")
+  ((spare >= 6)) || fail "job C ran with only $spare spare pages: $OUT"
+  grep -q '^mmap 1: ENOMEM$' <<<"$OUT" && grep -qx 'rc=1' <<<"$OUT" || fail "a job without --hugepages took a page: $OUT"
+  pass "a job without --hugepages (default_job_pages 0) cannot take any of the $spare free pages"
+
+  touch "$S/go-b"
+  wait_file "$S/b-held" "job B could not map its pages: $(cat "$T/job-b.out")"
+  grep -q '^mapped 6 hugetlb_kb 12288$' "$T/job-b.out" || fail "job B: $(cat "$T/job-b.out")"
+  pass "job B (--hugepages=6) maps its own 6 pages after A and C tried to take more"
+  cg_pages() { # job-cgroup max|current: the reservation counter in pages (v2 or v1 names)
+    local f=$1/hugetlb.2MB.rsvd.$2
+    [[ -e $f ]] || f=$1/hugetlb.2MB.rsvd.$([[ $2 == max ]] && echo limit_in_bytes || echo usage_in_bytes)
+    echo $(($(cat "$f") >> 21))
+  }
+  for job in "$cg_mnt"/hugepool/job_*; do
+    echo "$(basename "$job"): reserved $(cg_pages "$job" current) of $(cg_pages "$job" max) pages"
+  done
+  expect_eq "$(for job in "$cg_mnt"/hugepool/job_*; do echo "$(cg_pages "$job" current)/$(cg_pages "$job" max)"; done | sort | tr '\n' ' ')" \
+    "4/5 6/6 " "the kernel's view: job A reserves 4 of its 5, job B 6 of its 6"
+  expect_eq "$(real_nr)" $((base + 11)) "the pool holds both grants and the helper's page (base + 6 + 4 + 1)"
+  touch "$S/release"
+  wait "${bg_pids[@]}" || true
+  ! grep -q SIGBUS "$T"/job-*.out || fail "SIGBUS: $(cat "$T"/job-*.out)"
+  wait_nr "$base" || fail "epilog did not give the pages back: pool $(real_nr), expected $base
+$(logs)"
+  pass "after both jobs, the pool is back to $base"
+  [[ -z $(cg_jobs) ]] || fail "job cgroups left: $(cg_jobs)"
+  expect_eq "$(grants)" 0 "no grant left"
+  [[ -z $(ls -A "$REAL/run/hugepool/jobs") ]] || fail "job registry not emptied: $(ls "$REAL/run/hugepool/jobs")"
+  pass "no job cgroup, no grant, no registry entry left"
+  if [[ -n $audit ]]; then
+    sleep 0.3
+    expect_eq "$(grep -Ec 'source=slurm job=[0-9]+ action=isolate hierarchy=v[12] cgroup=.*/hugepool/job_[0-9]+ limit=(6|4|0) outcome=ok$' "$audit")" 3 \
+      "audit: three jobs isolated (limits 6, 4 and 0)"
+  fi
+fi
+
+# A node without the controller: slurmd (and the steps it starts) in a mount
+# namespace where no cgroup2 hierarchy and no v1 hugetlb hierarchy is mounted.
+mapfile -t cg_mounts < <(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") break;
+  if ($(i + 1) == "cgroup2" || ($(i + 1) == "cgroup" && $(i + 3) ~ /(^|,)hugetlb(,|$)/)) print $5 }' /proc/self/mountinfo)
+slurmd_stop
+umounts=
+for m in "${cg_mounts[@]}"; do umounts+="umount -l '$m' && "; done
+slurmd_start unshare -m --propagation private sh -c "${umounts}exec \"\$0\" \"\$@\""
+[[ -z $audit ]] || : >"$audit"
+as_job --hugepages=3 bash -c "$MAP 3; echo TASK-RAN"
+grep -q TASK-RAN <<<"$OUT" || fail "the job did not run without the controller: $OUT
+$(logs)"
+grep -q '^mapped 3 hugetlb_kb 6144$' <<<"$OUT" || fail "the unisolated job could not map its pages: $OUT"
+grep -q "hugepool: note: this job's hugetlb pages are not isolated from other jobs: no hugetlb cgroup controller on this node" <<<"$OUT" ||
+  fail "no message in the job's output: $OUT"
+pass "without the controller the job runs unisolated, and its output says so"
+if [[ -n $audit ]]; then
+  sleep 0.3
+  grep -Eq 'source=slurm job=[0-9]+ action=isolate limit=3 outcome=unavailable reason="no hugetlb cgroup controller on this node' "$audit" ||
+    fail "no audit line for the unisolated job: $(cat "$audit")"
+  pass "audit: isolation unavailable"
+fi
+wait_nr "$base" || fail "pool not back to $base after the unisolated job"
+
+conf <<<"require_isolation yes"
+as_job --hugepages=3 echo TASK-RAN
+! grep -q TASK-RAN <<<"$OUT" || fail "a job ran although isolation is required and impossible: $OUT"
+grep -q 'hugepool: the site requires hugetlb isolation (require_isolation yes), which is not possible: no hugetlb cgroup controller' <<<"$OUT" ||
+  fail "no reason shown to the user: $OUT"
+pass "with require_isolation yes the job's tasks are refused with the reason"
+expect_eq "$(real_nr)" "$base" "nothing granted to the refused job"
+wait_idle
+expect_eq "$state" idle "node not drained by the refused job"
+if [[ -n $audit ]]; then
+  sleep 0.3
+  grep -Eq 'source=slurm job=[0-9]+ action=isolate limit=3 outcome=refused reason="no hugetlb cgroup controller' "$audit" ||
+    fail "no audit line for the refused job: $(cat "$audit")"
+  pass "audit: isolation required and refused"
+fi
+sleep 1
+expect_eq "$(grants)" 0 "no grant left"
