@@ -70,7 +70,8 @@ else
     grep -q '^mapped 1 hugetlb_kb 2048$' <<<"$out_a" && [[ $(grep -c 'rc=0' <<<"$out_a") == 1 ]] ||
     fail "the helper did not grow job A's limit: $out_a"
   pass "hugepool-reserve 5 in job A grows the pool and the job's limit: its 5th page maps"
-  grep -q 'reservation limit 10 MiB (used 8 MiB)' <<<"$out_a" || fail "hugepool doctor lacks job A's limit and use: $out_a"
+  grep -q 'reservation limit 10 MiB (used 8 MiB)' <<<"$out_a" && grep -q 'Slurm job [0-9]* runs in its own hugetlb cgroup' <<<"$out_a" ||
+    fail "hugepool doctor lacks job A's limit and use: $out_a"
   pass "hugepool doctor in job A shows its limit and use"
 
   as_job bash -c "$spare_cmd; $MAP 1; echo rc=\$?"
