@@ -224,8 +224,14 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av) {
   if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS || read_job_file(job, ".iso", buf, sizeof buf) != 0)
     return 0;
   if (strncmp(buf, "isolated ", 9) == 0) {
+    struct reserve_caller who;
+    uint32_t id;
     required = buf[9] == '1';
     if (cg_detect(&h, why, sizeof why) == 0 && cg_task_enter(&h, job, why, sizeof why) == 0) return 0;
+    openlog("hugepool-spank", LOG_PID, LOG_AUTHPRIV);
+    if (job_caller(sp, &who, &id) == 0)
+      reserve_audit(&who, "action=isolate-task pid=%ld outcome=%s reason=\"%s\"", (long)getpid(),
+                    required ? "refused" : "unavailable", why);
   } else if (strncmp(buf, "unisolated ", 11) == 0 && strlen(buf) > 13) {
     required = buf[11] == '1';
     snprintf(why, sizeof why, "%s", buf + 13);
