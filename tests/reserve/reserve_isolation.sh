@@ -112,6 +112,33 @@ $(logs)"
   fi
 fi
 
+# cgroup v2 with Slurm's own cgroups (cgroup/v2 plugin: a task lives in
+# .../job_<id>/...): the plugin must not move the task out of it (Slurm tracks
+# it there).  Simulated by starting slurmd, and so its steps, in such a cgroup.
+if [[ -n $cg_mnt && $cg_mnt == "$cg_v2" ]]; then
+  slurmd_stop
+  SLURMCG=$cg_v2/hugepool-test-slurm/job_999
+  mkdir -p "$SLURMCG"
+  on_exit "rmdir '$SLURMCG' '$cg_v2/hugepool-test-slurm' 2>/dev/null"
+  slurmd_start sh -c "echo \$\$ >'$SLURMCG/cgroup.procs' && exec \"\$0\" \"\$@\""
+  as_job --hugepages=2 bash -c "cat /proc/self/cgroup; $MAP 2; echo TASK-RAN"
+  grep -qx '0::/hugepool-test-slurm/job_999' <<<"$OUT" && grep -q TASK-RAN <<<"$OUT" || fail "the task left Slurm's cgroup: $OUT"
+  grep -q "hugepool: note: this job's hugetlb pages are not isolated from other jobs: this task is in Slurm's own cgroup" <<<"$OUT" ||
+    fail "no message for a task in Slurm's cgroup: $OUT"
+  pass "cgroup v2: a task in Slurm's own job cgroup stays there, unisolated, with the message"
+  if [[ -n $audit ]]; then
+    sleep 0.3
+    grep -Eq "source=slurm job=[0-9]+ action=isolate-task pid=[0-9]+ outcome=unavailable reason=\"this task is in Slurm's own cgroup" "$audit" ||
+      fail "no audit line for the task: $(tail -n 5 "$audit")"
+    pass "audit: the task that stayed in Slurm's cgroup"
+  fi
+  wait_nr "$base" || fail "pool not back to $base"
+  [[ -z $(cg_jobs) ]] || fail "job cgroups left: $(cg_jobs)"
+  slurmd_stop
+  rmdir "$SLURMCG" "$cg_v2/hugepool-test-slurm"
+  slurmd_start
+fi
+
 # A node without the controller: slurmd (and the steps it starts) in a mount
 # namespace where no cgroup2 hierarchy and no v1 hugetlb hierarchy is mounted.
 mapfile -t cg_mounts < <(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") break;
@@ -165,11 +192,23 @@ slurmd_stop
 _cg_restore # the controller leaves cgroup2 only once no cgroup there enables it
 V1=$T/hugetlb-v1
 mkdir -m 0755 "$V1"
-_v1_cleanup() { # the hierarchy lives on while it has child cgroups: remove them before the mount goes
-  [[ -n $sd ]] || return 0
-  nsenter -t "$sd" -m sh -c "rmdir '$V1'/hugepool/job_* 2>/dev/null; rmdir '$V1/hugepool' 2>/dev/null; true"
+# A v1 hierarchy outlives its last mount if it still has a child cgroup then
+# (even a dying one): mount it again in a namespace of our own, remove what is
+# left, and unmount until the kernel lets it go (hugetlb back to cgroup2).
+_v1_release() {
+  slurmd_stop
+  local i
+  for i in $(seq 60); do
+    grep -q '^hugetlb[[:space:]]0[[:space:]]' /proc/cgroups && return 0
+    if ((i % 10 == 0)); then
+      unshare -m --propagation private sh -c "mount -t cgroup -o hugetlb hugepool-test '$V1' || exit 0
+        rmdir '$V1'/hugepool/job_* 2>/dev/null; rmdir '$V1/hugepool' 2>/dev/null; sleep 0.5; umount '$V1'"
+    fi
+    sleep 0.2
+  done
+  return 1
 }
-on_exit _v1_cleanup
+on_exit _v1_release
 conf </dev/null
 slurmd_start unshare -m --propagation private sh -c "mount -t cgroup -o hugetlb hugepool-test '$V1' && exec \"\$0\" \"\$@\""
 as_job --hugepages=2 bash -c "$MAP 2 $S/v1-held $S/v1-release & while [ ! -e $S/v1-held ]; do sleep 0.1; done;
@@ -187,8 +226,5 @@ pass "cgroup v1: --status shows the job's limit and use; the helper grows it"
 wait_nr "$base" || fail "cgroup v1: pool not back to $base"
 [[ -z $(nsenter -t "$sd" -m sh -c "ls -d '$V1'/hugepool/job_* 2>/dev/null") ]] || fail "cgroup v1: job cgroup left"
 pass "cgroup v1: no job cgroup left, the pool back to $base"
-_v1_cleanup
-slurmd_stop
-for _ in $(seq 50); do grep -q '^hugetlb[[:space:]]0[[:space:]]' /proc/cgroups && break; sleep 0.1; done
-grep -q '^hugetlb[[:space:]]0[[:space:]]' /proc/cgroups || fail "the test's v1 hugetlb hierarchy is still there: $(grep hugetlb /proc/cgroups)"
+_v1_release || fail "the test's v1 hugetlb hierarchy is still there: $(grep hugetlb /proc/cgroups)"
 pass "the test's v1 hierarchy is gone"
