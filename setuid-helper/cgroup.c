@@ -392,6 +392,20 @@ int cg_caller_job(uid_t uid, struct cg_job *j, char *why, size_t whylen) {
   return 1;
 }
 
+/* Before the pool grows: is the job's limit file the one the plugin handed
+ * to the helper (root-owned, the helper's group, group-writable)? */
+int cg_job_limit_ok(const struct cg_job *j, unsigned size_kb) {
+  char name[64];
+  struct stat st;
+  cg_file(&j->h, size_kb, 0, "max", name, sizeof name);
+  if (fstatat(j->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return -1;
+  if (!S_ISREG(st.st_mode) || st.st_uid != 0 || st.st_gid != getegid() || (st.st_mode & S_IWGRP) == 0) {
+    errno = EPERM;
+    return -1;
+  }
+  return 0;
+}
+
 void cg_job_close(struct cg_job *j) {
   if (j->fd >= 0) close(j->fd);
   j->fd = -1;

@@ -139,6 +139,9 @@ struct cg_job {
 /* 1: the caller is in its own job's cgroup (j filled), 0: in none of ours,
  * -1: in one that is not verifiably its job's (refuse; reason in why). */
 int cg_caller_job(uid_t uid, struct cg_job *j, char *why, size_t whylen);
+/* 0 if the job's limit file of size_kb is the one the plugin handed to the
+ * helper's group (checked again on the descriptor at the write). */
+int cg_job_limit_ok(const struct cg_job *j, unsigned size_kb);
 void cg_job_close(struct cg_job *j);
 
 #pragma GCC visibility pop

@@ -227,6 +227,11 @@ static int grant_locked(const struct reserve_config *c, const struct reserve_cal
     }
     if (job_has == ~0ULL) jc = NULL; /* not limited: a grant as outside a job */
   }
+  if (jc != NULL && cg_job_limit_ok(jc, rq->size_kb) != 0) { /* before anything changes */
+    snprintf(msg, msglen, "the reservation limit of your job's cgroup %s is not one the helper may raise: %s", jc->path,
+             strerror(errno));
+    return RESERVE_FAIL;
+  }
   if (jc != NULL) {
     if (rq->pages <= job_has) {
       snprintf(msg, msglen, "your job %lu may already reserve %llu pages of %u kB (you hold %llu on node %s)", jc->job,

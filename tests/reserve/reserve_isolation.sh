@@ -40,6 +40,11 @@ wait_file() { # file what
 $(tail -n 20 "$T"/job-*.out 2>/dev/null)
 $(logs)"
 }
+cg_pages() { # job-cgroup max|current: the reservation counter in pages (v2 or v1 names)
+  local f=$1/hugetlb.2MB.rsvd.$2
+  [[ -e $f ]] || f=$1/hugetlb.2MB.rsvd.$([[ $2 == max ]] && echo limit_in_bytes || echo usage_in_bytes)
+  echo $(($(cat "$f") >> 21))
+}
 spare_cmd="echo spare=\$((\$(cat $sys/free_hugepages) - \$(cat $sys/resv_hugepages)))"
 
 if [[ -z $cg_mnt ]]; then
@@ -84,11 +89,6 @@ else
   wait_file "$S/b-held" "job B could not map its pages: $(cat "$T/job-b.out")"
   grep -q '^mapped 6 hugetlb_kb 12288$' "$T/job-b.out" || fail "job B: $(cat "$T/job-b.out")"
   pass "job B (--hugepages=6) maps its own 6 pages after A and C tried to take more"
-  cg_pages() { # job-cgroup max|current: the reservation counter in pages (v2 or v1 names)
-    local f=$1/hugetlb.2MB.rsvd.$2
-    [[ -e $f ]] || f=$1/hugetlb.2MB.rsvd.$([[ $2 == max ]] && echo limit_in_bytes || echo usage_in_bytes)
-    echo $(($(cat "$f") >> 21))
-  }
   for job in "$cg_mnt"/hugepool/job_*; do
     echo "$(basename "$job"): reserved $(cg_pages "$job" current) of $(cg_pages "$job" max) pages"
   done
@@ -110,6 +110,57 @@ $(logs)"
     expect_eq "$(grep -Ec 'source=slurm job=[0-9]+ action=isolate hierarchy=v[12] cgroup=.*/hugepool/job_[0-9]+ limit=(6|4|0) outcome=ok$' "$audit")" 3 \
       "audit: three jobs isolated (limits 6, 4 and 0)"
   fi
+fi
+
+# The helper trusts nothing about the cgroup it finds itself in: a job
+# cgroup that is not the caller's registered job, or a limit file the plugin
+# did not hand to the helper's group, is refused before the pool changes.
+if [[ -n $cg_mnt ]]; then
+  CG=$cg_mnt/hugepool/job_77777
+  REG=$REAL/run/hugepool/jobs
+  mkdir -p "$CG"
+  on_exit "rmdir '$CG' 2>/dev/null; rm -f '$REG/77777' '$REG/88888'"
+  limf=$CG/hugetlb.2MB.rsvd.max
+  [[ -e $limf ]] || limf=$CG/hugetlb.2MB.rsvd.limit_in_bytes
+  echo $((2 << 21)) >"$limf"
+  chgrp "$(stat -c %g "$REAL/var/lib/hugepool/lock")" "$limf"
+  chmod 0664 "$limf"
+  echo 65534 >"$REG/88888" # nobody owns a job (require_job), but not job 77777
+  in_cg() { # helper-args: the helper as nobody, in job 77777's cgroup
+    set +e
+    OUT=$(sh -c "echo \$\$ >'$CG/cgroup.procs' && exec setpriv --reuid=65534 --regid=65534 --clear-groups '$HELPER' $*" 2>&1)
+    RC=$?
+    set -e
+  }
+  refused() { # what
+    [[ $RC == 1 && $(cg_pages "$CG" max) == 2 && $(real_nr) == "$base" ]] && grep -q "$1" <<<"$OUT" ||
+      fail "$2: rc $RC, limit $(cg_pages "$CG" max), pool $(real_nr): $OUT"
+    pass "$2"
+  }
+  in_cg 3
+  refused "hugetlb cgroup of job 77777, which is not registered" "the helper in an unregistered job's cgroup is refused"
+  echo 1234 >"$REG/77777"
+  in_cg 3
+  refused "hugetlb cgroup of job 77777, which is not yours" "the helper in another user's job cgroup is refused"
+  echo 65534 >"$REG/77777"
+  chown 65534 "$REG/77777"
+  in_cg 3
+  refused "which is not registered" "a registry entry not owned by root does not count"
+  chown 0 "$REG/77777"
+  chgrp 0 "$limf"
+  chmod 0666 "$limf"
+  in_cg 3
+  refused "is not one the helper may raise" "a limit file not handed to the helper's group is refused"
+  chgrp "$(stat -c %g "$REAL/var/lib/hugepool/lock")" "$limf"
+  chmod 0664 "$limf"
+  in_cg 3
+  [[ $RC == 0 && $(cg_pages "$CG" max) == 3 && $(real_nr) == $((base + 1)) ]] ||
+    fail "the helper in its own job's cgroup: rc $RC, limit $(cg_pages "$CG" max), pool $(real_nr): $OUT"
+  pass "control: in its own registered job's cgroup the helper raises the limit (2 -> 3) and the pool"
+  as_nobody --release
+  expect_eq "$RC/$(real_nr)" "0/$base" "released"
+  rmdir "$CG"
+  rm -f "$REG/77777" "$REG/88888"
 fi
 
 # cgroup v2 with Slurm's own cgroups (cgroup/v2 plugin: a task lives in
