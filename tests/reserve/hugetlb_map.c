@@ -1,5 +1,6 @@
-/* hugetlb_map N [READY RELEASE]: map N 2 MB hugetlb pages (reserved at mmap,
- * no MAP_NORESERVE), touch each one and report what the kernel says:
+/* hugetlb_map [--noreserve] N [READY RELEASE]: map N 2 MB hugetlb pages
+ * (reserved at mmap; with --noreserve MAP_NORESERVE, as code hugepool never
+ * is), touch each one and report what the kernel says:
  *   "mapped N hugetlb_kb K"  (K: HugetlbPages of /proc/self/status)
  *   "mmap N: ENOMEM"         (exit 1; any other errno: exit 2)
  *   "SIGBUS"                 (exit 3: a touched page could not be had)
@@ -37,11 +38,15 @@ static long hugetlb_kb(void) {
 int main(int argc, char *argv[]) {
   size_t n, len, i;
   char *p;
+  int noreserve = argc > 1 && strcmp(argv[1], "--noreserve") == 0;
+  argc -= noreserve;
+  argv += noreserve;
   if (argc != 2 && argc != 4) return 2;
   signal(SIGBUS, on_sigbus);
   n = strtoul(argv[1], NULL, 10);
   len = n << 21;
-  p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+  p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (noreserve ? MAP_NORESERVE : 0), -1, 0);
   if (p == MAP_FAILED) {
     printf("mmap %zu: %s\n", n, errno == ENOMEM ? "ENOMEM" : strerror(errno));
     return errno == ENOMEM ? 1 : 2;

@@ -79,11 +79,13 @@ else
     fail "hugepool doctor lacks job A's limit and use: $out_a"
   pass "hugepool doctor in job A shows its limit and use"
 
-  as_job bash -c "$spare_cmd; $MAP 1; echo rc=\$?"
+  as_job bash -c "$spare_cmd; $MAP 1; echo rc=\$?; $MAP --noreserve 1; echo rc=\$?"
   spare=$(sed -n 's/^spare=//p' <<<"$OUT")
   ((spare >= 6)) || fail "job C ran with only $spare spare pages: $OUT"
   grep -q '^mmap 1: ENOMEM$' <<<"$OUT" && grep -qx 'rc=1' <<<"$OUT" || fail "a job without --hugepages took a page: $OUT"
   pass "a job without --hugepages (default_job_pages 0) cannot take any of the $spare free pages"
+  grep -qx SIGBUS <<<"$OUT" && grep -qx 'rc=3' <<<"$OUT" || fail "MAP_NORESERVE past the limit: $OUT"
+  pass "as documented, a MAP_NORESERVE mapping past the job's limit gets SIGBUS at its first touch"
 
   touch "$S/go-b"
   wait_file "$S/b-held" "job B could not map its pages: $(cat "$T/job-b.out")"
