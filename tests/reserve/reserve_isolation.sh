@@ -262,6 +262,11 @@ _v1_release() {
   return 1
 }
 on_exit _v1_release
+if ! unshare -m --propagation private mount -t cgroup -o hugetlb hugepool-test "$V1" 2>/dev/null; then
+  echo "note: the cgroup v1 case is not tested here (the kernel would not bind hugetlb to a v1 hierarchy: in use in cgroup2)"
+  exit 0
+fi
+_v1_release || fail "the test's v1 hugetlb hierarchy is still there: $(grep hugetlb /proc/cgroups)"
 conf </dev/null
 slurmd_start unshare -m --propagation private sh -c "mount -t cgroup -o hugetlb hugepool-test '$V1' && exec \"\$0\" \"\$@\""
 as_job --hugepages=2 bash -c "$MAP 2 $S/v1-held $S/v1-release & while [ ! -e $S/v1-held ]; do sleep 0.1; done;
