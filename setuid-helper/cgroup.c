@@ -77,19 +77,27 @@ static int has_token(const char *list, const char *tok, char sep) {
 }
 
 int cg_detect(struct cg_hier *h, char *why, size_t whylen) {
-  static char buf[65536];
-  char v1[sizeof h->mnt] = "", v2[sizeof h->mnt] = "", ctrl[512];
+  char v1[sizeof h->mnt] = "", v2[sizeof h->mnt] = "", ctrl[512], line[4096];
   size_t len;
-  char *line, *save = NULL;
-  int v2_seen = 0;
+  int v2_seen = 0, skip = 0;
+  FILE *f;
   memset(h, 0, sizeof *h);
-  if (read_small("/proc/self/mountinfo", buf, sizeof buf, &len) != 0) {
+  /* Line by line (a node may have thousands of mounts); no static buffer:
+   * slurmd and slurmstepd are threaded. */
+  f = fopen("/proc/self/mountinfo", "re");
+  if (f == NULL) {
     snprintf(why, whylen, "cannot read /proc/self/mountinfo: %s", strerror(errno));
     return -1;
   }
-  for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+  while (fgets(line, sizeof line, f) != NULL) {
     char root[16], mnt[sizeof h->mnt], type[16], opts[512];
-    const char *dash = strstr(line, " - ");
+    const char *dash;
+    int was_skipping = skip;
+    len = strlen(line);
+    skip = len == 0 || line[len - 1] != '\n'; /* longer than the buffer: the rest is skipped too */
+    if (was_skipping || skip) continue;
+    line[len - 1] = '\0';
+    dash = strstr(line, " - ");
     if (dash == NULL || field(line, 3, root, sizeof root) != 0 || field(line, 4, mnt, sizeof mnt) != 0 ||
         field(dash + 3, 0, type, sizeof type) != 0 || field(dash + 3, 2, opts, sizeof opts) != 0)
       continue;
@@ -102,6 +110,7 @@ int cg_detect(struct cg_hier *h, char *why, size_t whylen) {
       memcpy(v1, mnt, sizeof v1);
     }
   }
+  (void)fclose(f);
   if (v2[0] != '\0') {
     char path[sizeof h->mnt + 32];
     snprintf(path, sizeof path, "%s/cgroup.controllers", v2);
