@@ -94,6 +94,9 @@ static size_t next_with(const uint64_t *map, size_t from, bool value) {
   return PAGES;
 }
 
+/* The chunk holding p (pointer arithmetic, not an integer cast). */
+static chunk *chunk_of(void *p) { return (chunk *)((char *)p - ((uintptr_t)p & (HPL_2M - 1))); }
+
 static bool range_free(const chunk *c, size_t first, size_t n) {
   return first >= 1 && first + n <= PAGES && next_with(c->used, first, true) >= first + n;
 }
@@ -181,7 +184,7 @@ static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, si
   void *p = NULL;
   pthread_mutex_lock(&chunk_lock);
   if (new_addr) { /* growth in place: only if the pages after an extent are free */
-    chunk *c = (chunk *)((uintptr_t)new_addr & ~(HPL_2M - 1));
+    chunk *c = chunk_of(new_addr);
     size_t first = ((uintptr_t)new_addr - (uintptr_t)c) / PAGE;
     if (hc_owns(new_addr) && (uintptr_t)new_addr % PAGE == 0 && range_free(c, first, n)) p = take(c, first, n, zero);
   } else {
@@ -204,7 +207,7 @@ static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, si
 
 static bool extent_dalloc(extent_hooks_t *hooks, void *addr, size_t size, bool committed, unsigned arena_ind) {
   (void)hooks, (void)committed, (void)arena_ind;
-  chunk *c = (chunk *)((uintptr_t)addr & ~(HPL_2M - 1));
+  chunk *c = chunk_of(addr);
   size_t first = ((uintptr_t)addr - (uintptr_t)c) / PAGE, n = size / PAGE;
   chunk *empty = NULL;
   in_hook++;
