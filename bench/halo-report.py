@@ -34,11 +34,15 @@ def ring_cell(r):
 
 
 skips = [r for r in rows if "skip" in r]
+loads = [r for r in rows if "load" in r]
 hd, ht = table("halo", halo_cols, "GB/s per rank (16 faces moved per exchange / median exchange time); "
                "in brackets the min–max exchange time in µs.", halo_cell)
 rd, rt = table("ring_allreduce", ring_cols, "Median ms per allreduce (min–max).", ring_cell)
 with open(f"{out}/halo.md", "w") as f:
     f.write("### Halo exchange\n\n" + ht + "\n### Ring allreduce\n\n" + rt)
+    if loads:
+        f.write("\nLoad average (1/5/15 min) at the start and end of each run: " + "; ".join(
+            f"{r['parts']} {r['load']} {r['when']} {r['load1']}/{r['load5']}/{r['load15']}" for r in loads) + "\n")
     for s in skips:
         f.write(f"\nskipped: {s['skip']}: {s['reason']}\n")
 try:
