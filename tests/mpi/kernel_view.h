@@ -31,6 +31,19 @@ static inline long smaps_field(const void *addr, const char *key) {
   return v;
 }
 
+/* The field `key` summed over every mapping of /proc/self/smaps, in kB. */
+static inline long smaps_total(const char *key) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  char line[512];
+  long v = 0;
+  size_t k = strlen(key);
+  while (f && fgets(line, sizeof(line), f)) {
+    if (strncmp(line, key, k) == 0 && line[k] == ':') v += strtol(line + k + 1, NULL, 10);
+  }
+  if (f) fclose(f);
+  return f ? v : -1;
+}
+
 /* The /proc/meminfo field `key` (HugePages_Free, ...); -1 if absent. */
 static inline long meminfo(const char *key) {
   FILE *f = fopen("/proc/meminfo", "r");
