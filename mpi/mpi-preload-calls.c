@@ -117,8 +117,10 @@ static pthread_once_t decided = PTHREAD_ONCE_INIT;
 
 static int the_expected_mpi(void) {
   int (*version)(char *, int *) = (int (*)(char *, int *))hp_mpi_next("PMPI_Get_library_version");
-  /* MPICH's limit, the largest there is (Open MPI's is 256) */
-  static char text[(MPI_MAX_LIBRARY_VERSION_STRING > 8192 ? MPI_MAX_LIBRARY_VERSION_STRING : 8192) + 1];
+  /* Room for any library's answer: MPICH's limit, the largest there is
+   * (Open MPI's is 256). */
+  _Static_assert(MPI_MAX_LIBRARY_VERSION_STRING <= 8192, "a larger version string than MPICH's");
+  static char text[8192 + 1];
   int len = 0;
   return version && version(text, &len) == 0 && strncmp(text, HP_MPI_LIBRARY, strlen(HP_MPI_LIBRARY)) == 0;
 }
