@@ -172,6 +172,7 @@ static int strict_policy(void) {
   const char *p = getenv("HUGEPOOL_POLICY");
   return p && strcmp(p, "strict") == 0;
 }
+
 /* ---- MPI_Alloc_mem / MPI_Free_mem --------------------------------------- */
 
 int hp_alloc_mem(hp_mpi_aint size, hp_mpi_handle info_handle, void *baseptr) {
