@@ -353,6 +353,72 @@ TEST_CASE("realloc of one buffer while other threads free and resize theirs", "[
   CHECK(!any_hugetlb_mapping());
 }
 
+// A buffer that grows past its headroom moves, and its old range goes back
+// to the kernel before the registry learns the new address: a buffer another
+// thread maps at that moment lands there, and for a while two registry
+// entries share one address.  Every thread here allocates, grows (a fresh
+// buffer has no headroom: the first growth moves it), shrinks and frees
+// buffers of the same few sizes, so new buffers keep landing on ranges just
+// vacated.  Each call must act on the caller's own buffer: no free refused,
+// no realloc refused, no byte lost, nothing left live at the end.
+TEST_CASE("realloc moving buffers while other threads map the ranges they leave", "[realloc][threads]") {
+  kv::PoolGuard pool(96);
+  fresh_state();
+  REQUIRE(hugepool_set_cache_limits(4, 16 * MiB) == 0);
+  constexpr int kThreads = 3;
+  constexpr int kRounds = 400;
+  std::atomic<int> refused{0}, lost{0};
+  auto work = [&](unsigned seed) {
+    for (int round = 0; round < kRounds; round++) {
+      seed = seed * 1103515245 + 12345;
+      const size_t first = (1 + seed % 3) * 2 * MiB;  // 2, 4 or 6 MB
+      auto *p = static_cast<char *>(hugepool_alloc(first));
+      if (!p) {
+        refused++;
+        continue;
+      }
+      const uint64_t salt = seed;
+      fill(p, 0, first, salt);
+      size_t size = first;
+      for (size_t want : {first + 2 * MiB, first + 6 * MiB, first, first + 4 * MiB}) {
+        auto *q = static_cast<char *>(hugepool_realloc(p, want));
+        if (!q) {  // the pool holds every thread's largest buffer: never short
+          refused++;
+          break;
+        }
+        if (!intact(q, std::min(size, want), salt)) lost++;
+        if (want > size) fill(q, size, want, salt);
+        p = q;
+        size = want;
+      }
+      if (!hugepool_owns(p)) refused++;
+      hugepool_free(p);
+    }
+  };
+  const hugepool_stats st0 = stats();
+  std::string warnings;
+  {
+    StderrCapture err;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; t++) threads.emplace_back(work, 17u * static_cast<unsigned>(t) + 1);
+    for (auto &t : threads) t.join();
+    warnings = err.text();
+  }
+  INFO(warnings.substr(0, 2000));
+  CHECK(refused == 0);
+  CHECK(lost == 0);
+  CHECK(warnings.find("resizing") == std::string::npos);
+  CHECK(warnings.find("not a live") == std::string::npos);
+  const hugepool_stats st1 = stats();
+  CHECK(st1.live_buffers == 0);
+  CHECK(st1.failures == st0.failures);
+  CHECK(st1.frees - st0.frees == static_cast<uint64_t>(kThreads) * kRounds);
+  hugepool_trim();
+  CHECK(process_hugetlb_kb() == 0);
+  CHECK(!any_hugetlb_mapping());
+  fresh_state();
+}
+
 // fork() while another thread grows a buffer: the child sees each live
 // buffer whole (fork waits for a resize in flight), can write all of it,
 // and the registry it inherits has nothing half-done.
