@@ -144,13 +144,14 @@ static void *map_fallback(size_t size, int node, bool thp) {
 }
 
 /* Maps a new hugetlb block.  Gives back first what this process caches
- * beyond its share of the node's pool (share.c).  On ENOMEM, if the pages
+ * beyond its share of the node's pool, or all it caches of this page size
+ * when the node's free pool is low (share.c).  On ENOMEM, if the pages
  * the cache holds (and releases in flight) could make up the shortfall,
  * evicts just enough of them, waits for other threads' lazy releases, and
  * tries once more. */
 static void *map_huge_reclaiming(size_t size, size_t page, int node, hugepool_kind kind) {
   share_refresh(page);
-  release_for(kind, share_excess(page, size));
+  release_for(kind, share_pool_low(page) ? SIZE_MAX : share_excess(page, size));
   void *p = map_huge(size, page, node);
   if (p || errno != ENOMEM) return p;
   pthread_mutex_lock(&hp_lock);
@@ -294,6 +295,10 @@ void hugepool_free(void *ptr) {
     if (headroom) os_unmap((char *)b.addr + b.size, headroom);
     errno = saved;
     return;
+  }
+  if (page && may_cache && share_pool_low(page)) { /* the node needs its pages back */
+    may_cache = false;
+    release_for((hugepool_kind)b.kind, SIZE_MAX);
   }
   size_t n_victims = 0;
   pthread_mutex_lock(&hp_lock);

@@ -356,6 +356,10 @@ HP_INTERNAL void share_mapped(size_t page_size, long long delta);
 HP_INTERNAL bool share_may_cache(size_t page_size);
 /* Bytes of cache to give back before mapping `size` more. */
 HP_INTERNAL size_t share_excess(size_t page_size, size_t size);
+/* Slow paths only (at most one pool read every few ms): is the node's free
+ * pool of this page size low while other processes hold pages of it?  Then
+ * the caller gives back every cached block of that size. */
+HP_INTERNAL bool share_pool_low(size_t page_size);
 
 /* ---- live blocks, for realloc.c (alloc.c) ---------------------------- */
 /* Marks the live block at `addr` as being resized and copies it to *out.
