@@ -24,9 +24,13 @@
  *     free that the thread cache cannot take), at most once every
  *     PRESSURE_MS, it reads the pool (nr_hugepages, free_hugepages,
  *     resv_hugepages: three small sysfs reads).  Low means fewer free pages
- *     than 1/16 of the pool (at least one) while other processes hold pages
- *     of it (pool - free - what this process maps > 0); then every cached
- *     block of that page size goes back, from every thread's cache.  Cached
+ *     than 1/16 of the free ones and those this process maps together (at
+ *     least one) while other processes hold pages of the pool (pool - free -
+ *     what this process maps > 0); then every cached block of that page
+ *     size goes back, from every thread's cache.  (Measured against what
+ *     this process could give back, not against the whole pool: pages a
+ *     long-running program elsewhere holds for good must not stop it from
+ *     caching.)  Cached
  *     pages are in no one's use, and another process of the node may be about
  *     to need them.  A process alone on its pool keeps its cache: a shortage
  *     there is its own, and the ENOMEM retry gives back just what it needs.
@@ -122,8 +126,8 @@ bool share_pool_low(size_t page_size) {
   atomic_store_explicit(&pressure_ms[i], now, memory_order_relaxed);
   long total = os_pool_total(page_size, -1), avail = os_pool_available(page_size, -1);
   if (total <= 0 || avail < 0) return false;
-  long low = total / 16 > 1 ? total / 16 : 1;
-  if (avail >= low) return false;
   long long own = atomic_load_explicit(&mapped[i], memory_order_relaxed) / (long long)page_size;
-  return (long long)total - avail - own > 0;
+  if (own < 0) own = 0;
+  long long low = (avail + own) / 16 > 1 ? (avail + own) / 16 : 1;
+  return avail < low && (long long)total - avail - own > 0;
 }
