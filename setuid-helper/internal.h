@@ -4,6 +4,7 @@
  * state.c    the lock, the grant table and its intent record, the job registry
  * pool.c     config, authorization, grant, status, audit
  * release.c  the release and the rule that keeps other users' pages
+ * cgroup.c   per-job hugetlb cgroups: detection, the job's reservation limit
  * fake.c     test build only: plays the kernel's part in a fake tree
  *
  * Nothing here is visible outside the helper or the Slurm plugin.
@@ -100,6 +101,48 @@ struct settled {
   unsigned long long charged; /* pages charged to the intent's user */
 };
 int intent_settle(struct state *s, struct settled *out);
+
+/* ---- cgroup.c ---- */
+
+/* The hierarchy the hugetlb controller is bound to. */
+struct cg_hier {
+  int v2;        /* 1: cgroup2, 0: a cgroup v1 hierarchy with hugetlb */
+  char mnt[512]; /* its mount point (mounted at the hierarchy's root) */
+};
+/* 0, or -1 with the reason (no controller, nothing mounted). */
+int cg_detect(struct cg_hier *h, char *why, size_t whylen);
+/* The name of a page size's file: what "max" (the limit) or "current" (the
+ * usage); fault 0: the reservation counter, 1: the fault-time one. */
+void cg_file(const struct cg_hier *h, unsigned size_kb, int fault, const char *what, char *buf, size_t cap);
+/* Root side: <mnt>/hugepool/job_<job> with a 2 MB reservation limit of
+ * pages_2m pages (0 for the other sizes), its limit files handed to the
+ * helper's group.  0, or -1 with the reason (nothing left behind). */
+int cg_job_create(const struct cg_hier *h, unsigned long job, unsigned long long pages_2m, char *why, size_t whylen);
+/* Root side, in the task before exec: move it into the job's cgroup. */
+int cg_task_enter(const struct cg_hier *h, unsigned long job, char *why, size_t whylen);
+/* Root side, at the job's end: the job's cgroup removed (stragglers moved to the root). */
+int cg_job_remove(const struct cg_hier *h, unsigned long job, char *why, size_t whylen);
+/* Limit (what "max") or usage ("current") of a job cgroup in bytes (~0: unlimited). */
+int cg_job_limit_read(int jobfd, const struct cg_hier *h, unsigned size_kb, int fault, const char *what,
+                      unsigned long long *bytes);
+/* Sets the reservation limit to pages; check: the helper's write (the file
+ * must be root-owned, of the helper's group and group-writable). */
+int cg_job_limit_write(int jobfd, const struct cg_hier *h, unsigned size_kb, unsigned long long pages, int check);
+
+/* The caller's isolated job, as the helper finds it. */
+struct cg_job {
+  struct cg_hier h;
+  unsigned long job;
+  int fd; /* the job cgroup's directory, -1: none */
+  char path[600];
+};
+/* 1: the caller is in its own job's cgroup (j filled), 0: in none of ours,
+ * -1: in one that is not verifiably its job's (refuse; reason in why). */
+int cg_caller_job(uid_t uid, struct cg_job *j, char *why, size_t whylen);
+/* 0 if the job's limit file of size_kb is the one the plugin handed to the
+ * helper's group (checked again on the descriptor at the write). */
+int cg_job_limit_ok(const struct cg_job *j, unsigned size_kb);
+void cg_job_close(struct cg_job *j);
 
 #pragma GCC visibility pop
 

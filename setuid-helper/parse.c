@@ -42,6 +42,7 @@ int reserve_parse_args(int argc, char *const argv[], struct reserve_request *rq,
   rq->pages = 0;
   rq->node = -1;
   rq->size_kb = RESERVE_PAGE_2M;
+  rq->for_job = 0;
   *err = NULL;
   for (i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -135,7 +136,7 @@ static int valid_group_name(const char *s) {
 }
 
 int reserve_parse_config(const char *text, size_t len, struct reserve_config *c, char *err, size_t errlen) {
-  enum { K_MAX_PAGES = 1, K_FRACTION = 2, K_MIN_FREE = 4, K_GROUP = 8, K_JOB = 16 };
+  enum { K_MAX_PAGES = 1, K_FRACTION = 2, K_MIN_FREE = 4, K_GROUP = 8, K_JOB = 16, K_ISO = 32, K_DEFAULT = 64 };
   unsigned seen = 0;
   size_t pos = 0;
   int lineno = 0;
@@ -195,6 +196,18 @@ int reserve_parse_config(const char *text, size_t len, struct reserve_config *c,
         c->require_job = 0;
       else
         goto bad_value;
+    } else if (strcmp(key, "require_isolation") == 0) {
+      bit = K_ISO;
+      if (strcmp(val, "yes") == 0)
+        c->require_isolation = 1;
+      else if (strcmp(val, "no") == 0)
+        c->require_isolation = 0;
+      else
+        goto bad_value;
+    } else if (strcmp(key, "default_job_pages") == 0) {
+      bit = K_DEFAULT;
+      if (reserve_parse_count(val, RESERVE_MAX_PAGES, &c->default_job_pages) != 0) goto bad_value;
+      c->default_job_pages_set = 1;
     } else {
       (void)snprintf(err, errlen, "line %d: unknown key '%.40s'", lineno, key);
       return -1;

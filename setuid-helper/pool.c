@@ -17,6 +17,12 @@
  *  5. Every request ends in exactly one audit line (grant_audit), on
  *     every path, with what was asked, what changed and why.
  *  6. Status output is written after the lock is dropped.
+ *  7. A new Slurm job's pages are added to its user's grant, so that the
+ *     reservation limits of a user's jobs never add up to more than the
+ *     user holds.  Inside a job whose hugetlb cgroup the helper verified
+ *     (cgroup.c), PAGES is what the job may reserve: the grant grows by the
+ *     difference to the job's limit, and the limit (read and written under
+ *     the lock) by what the kernel granted, after the pool has grown.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -186,14 +192,23 @@ static int grant_limits(const struct reserve_config *c, const struct reserve_cal
   return rq->node >= 0 ? memory_limits(c, rq->node, delta_kb, msg, msglen) : 0;
 }
 
-/* With the lock held: decide, write the intent, grow the pool, settle. */
+/* The pages a job's cgroup allows now (~0ULL: no limit). */
+static int job_pages(const struct cg_job *jc, unsigned size_kb, unsigned long long *pages) {
+  unsigned long long bytes;
+  if (cg_job_limit_read(jc->fd, &jc->h, size_kb, 0, "max", &bytes) != 0) return -1;
+  *pages = bytes == ~0ULL ? ~0ULL : bytes / ((unsigned long long)size_kb * 1024);
+  return 0;
+}
+
+/* With the lock held: decide, write the intent, grow the pool, settle, and
+ * raise the caller's job's limit (jc, NULL outside an isolated job). */
 static int grant_locked(const struct reserve_config *c, const struct reserve_caller *who,
-                        const struct reserve_request *rq, struct state *s, struct grant_log *l, char *msg,
-                        size_t msglen) {
+                        const struct reserve_request *rq, const struct cg_job *jc, struct state *s, struct grant_log *l,
+                        char *msg, size_t msglen) {
   struct pool_state st;
   struct reserve_grant_entry *g;
   struct settled r;
-  unsigned long long cur, delta;
+  unsigned long long cur, delta, want = rq->pages, job_has = 0;
   char node[16];
   int e;
   reserve_node_name(node, sizeof node, rq->node);
@@ -205,18 +220,41 @@ static int grant_locked(const struct reserve_config *c, const struct reserve_cal
   }
   g = grant_find(&s->gs, who->uid, rq->node, rq->size_kb);
   cur = g != NULL ? g->pages : 0;
-  if (rq->pages <= cur) {
+  if (jc != NULL) {
+    if (job_pages(jc, rq->size_kb, &job_has) != 0) {
+      snprintf(msg, msglen, "cannot read the reservation limit of your job's cgroup %s: %s", jc->path, strerror(errno));
+      return RESERVE_FAIL;
+    }
+    if (job_has == ~0ULL) jc = NULL; /* not limited: a grant as outside a job */
+  }
+  if (jc != NULL && cg_job_limit_ok(jc, rq->size_kb) != 0) { /* before anything changes */
+    snprintf(msg, msglen, "the reservation limit of your job's cgroup %s is not one the helper may raise: %s", jc->path,
+             strerror(errno));
+    return RESERVE_FAIL;
+  }
+  if (jc != NULL) {
+    if (rq->pages <= job_has) {
+      snprintf(msg, msglen, "your job %lu may already reserve %llu pages of %u kB (you hold %llu on node %s)", jc->job,
+               job_has, rq->size_kb, cur, node);
+      *l = (struct grant_log){"unchanged", 1, st.nr, st.nr, 0, cur, NULL, 0};
+      return RESERVE_OK;
+    }
+    want = cur + (rq->pages - job_has);
+  } else if (rq->for_job) {
+    want = cur + rq->pages;
+  }
+  if (want <= cur) {
     snprintf(msg, msglen, "you already hold %llu pages of %u kB on node %s", cur, rq->size_kb, node);
     *l = (struct grant_log){"unchanged", 1, st.nr, st.nr, 0, cur, NULL, 0};
     return RESERVE_OK;
   }
-  delta = rq->pages - cur;
+  delta = want - cur;
   if (grant_limits(c, who, rq, &s->gs, delta, msg, msglen) != 0) return RESERVE_FAIL;
   if (g == NULL && s->gs.n >= RESERVE_MAX_GRANTS) {
     snprintf(msg, msglen, "grant table full");
     return RESERVE_FAIL;
   }
-  s->gs.intent = (struct reserve_intent){1, who->uid, rq->node, rq->size_kb, st.nr, delta, rq->pages};
+  s->gs.intent = (struct reserve_intent){1, who->uid, rq->node, rq->size_kb, st.nr, delta, want};
   if (state_write(s) != 0) {
     snprintf(msg, msglen, "cannot record the grant (%s); nothing changed", strerror(errno));
     return RESERVE_FAIL;
@@ -231,8 +269,24 @@ static int grant_locked(const struct reserve_config *c, const struct reserve_cal
   }
   *l = (struct grant_log){"ok", 1, st.nr, r.now, r.charged, 0, NULL, 0};
   if (r.charged == delta) {
-    snprintf(msg, msglen, "granted: you hold %llu pages of %u kB on node %s (pool %llu -> %llu)", rq->pages,
-             rq->size_kb, node, st.nr, r.now);
+    /* After the pool grew: a kill in between leaves the job's limit lower
+     * than its grant (the safe direction), never above it. */
+    if (jc != NULL && cg_job_limit_write(jc->fd, &jc->h, rq->size_kb, job_has + delta, 1) != 0) {
+      snprintf(msg, msglen,
+               "granted %llu pages (you hold %llu), but the reservation limit of your job's cgroup %s could not be "
+               "raised: %s",
+               delta, want, jc->path, strerror(errno));
+      l->outcome = "error";
+      l->reason = 1;
+      return RESERVE_FAIL;
+    }
+    if (jc != NULL)
+      snprintf(msg, msglen,
+               "granted: your job %lu may reserve %llu pages of %u kB; you hold %llu on node %s (pool %llu -> %llu)",
+               jc->job, job_has + delta, rq->size_kb, want, node, st.nr, r.now);
+    else
+      snprintf(msg, msglen, "granted: you hold %llu pages of %u kB on node %s (pool %llu -> %llu)", want, rq->size_kb,
+               node, st.nr, r.now);
     return RESERVE_OK;
   }
   l->outcome = "shortfall";
@@ -250,15 +304,29 @@ static int grant_locked(const struct reserve_config *c, const struct reserve_cal
 int reserve_grant(const struct reserve_config *c, const struct reserve_caller *who, const struct reserve_request *rq,
                   char *msg, size_t msglen) {
   struct state s;
+  struct cg_job jc;
   struct grant_log l = {"error", 0, 0, 0, 0, 0, NULL, 1};
-  int rc;
+  char why[512];
+  int rc, in_job = 0;
+  jc.fd = -1;
+  /* The helper (never the plugin): is the caller in its job's hugetlb cgroup? */
+  if (who->job == 0 && !rq->for_job) {
+    in_job = cg_caller_job(who->uid, &jc, why, sizeof why);
+    if (in_job < 0) {
+      snprintf(msg, msglen, "%s", why);
+      l.outcome = "refused";
+      grant_audit(who, rq, &l, msg);
+      return RESERVE_FAIL;
+    }
+  }
   rc = state_open(who, &s, 1, msg, msglen);
   if (rc == 0) {
-    rc = grant_locked(c, who, rq, &s, &l, msg, msglen);
+    rc = grant_locked(c, who, rq, in_job == 1 ? &jc : NULL, &s, &l, msg, msglen);
     state_close(&s);
   } else {
     rc = rc == -2 ? RESERVE_BUSY : RESERVE_FAIL;
   }
+  cg_job_close(&jc);
   grant_audit(who, rq, &l, msg);
   return rc;
 }
@@ -276,6 +344,39 @@ static void status_size(int fd, unsigned size_kb) {
   for (i = 0; i < n; i++)
     if (pool_read(nodes[i], size_kb, &st) == 0)
       dprintf(fd, "  node %d: total %llu free %llu surplus %llu\n", nodes[i], st.nr, st.free, st.surplus);
+}
+
+/* The caller's job: its hugetlb cgroup's reservation limit and use. */
+static void status_job(const struct reserve_caller *who, int fd) {
+  struct cg_job jc;
+  char why[512];
+  static const unsigned sizes[] = {RESERVE_PAGE_2M, RESERVE_PAGE_1G};
+  size_t i;
+  int r;
+  jc.fd = -1;
+  r = cg_caller_job(who->uid, &jc, why, sizeof why);
+  if (r == 0) {
+    dprintf(fd, "job isolation: this process is in no job's hugetlb cgroup\n");
+    return;
+  }
+  if (r < 0) {
+    dprintf(fd, "job isolation: %s\n", why);
+    return;
+  }
+  dprintf(fd, "your job %lu: hugetlb cgroup %s (cgroup %s)\n", jc.job, jc.path, jc.h.v2 ? "v2" : "v1");
+  for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    unsigned long long lim, rsvd, used, page = (unsigned long long)sizes[i] * 1024;
+    if (cg_job_limit_read(jc.fd, &jc.h, sizes[i], 0, "max", &lim) != 0 ||
+        cg_job_limit_read(jc.fd, &jc.h, sizes[i], 0, "current", &rsvd) != 0 ||
+        cg_job_limit_read(jc.fd, &jc.h, sizes[i], 1, "current", &used) != 0)
+      continue;
+    if (lim == ~0ULL)
+      dprintf(fd, "  %u kB pages: limit none, reserved %llu, in use %llu\n", sizes[i], rsvd / page, used / page);
+    else
+      dprintf(fd, "  %u kB pages: limit %llu, reserved %llu, in use %llu\n", sizes[i], lim / page, rsvd / page,
+              used / page);
+  }
+  cg_job_close(&jc);
 }
 
 /* Printed after the lock is dropped: a caller that stops reading its
@@ -301,5 +402,6 @@ int reserve_status(const struct reserve_caller *who, int fd) {
     any = 1;
   }
   if (!any) dprintf(fd, "  none\n");
+  status_job(who, fd);
   return RESERVE_OK;
 }

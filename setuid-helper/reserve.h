@@ -37,17 +37,21 @@ struct reserve_request {
   unsigned long long pages; /* ACT_GRANT: 1..RESERVE_MAX_PAGES */
   int node;                 /* -1: any node (global pool file) */
   unsigned size_kb;         /* RESERVE_PAGE_2M or RESERVE_PAGE_1G */
+  int for_job;              /* the Slurm prolog: pages are a new job's, added to the user's grant */
 };
 
 /* Returns 0, or -1 with *err set to a static message. */
 int reserve_parse_args(int argc, char *const argv[], struct reserve_request *rq, const char **err);
 
 struct reserve_config {
-  unsigned long long max_pages;   /* per user on this node, in 2 MB pages */
-  unsigned max_permille;          /* hugetlb memory <= this/1000 of MemTotal */
-  unsigned long long min_free_mb; /* MemAvailable that must remain */
-  char group[64];                 /* group allowed to use the helper */
-  int require_job;                /* caller must own a Slurm job on the node */
+  unsigned long long max_pages;         /* per user on this node, in 2 MB pages */
+  unsigned max_permille;                /* hugetlb memory <= this/1000 of MemTotal */
+  unsigned long long min_free_mb;       /* MemAvailable that must remain */
+  char group[64];                       /* group allowed to use the helper */
+  int require_job;                      /* caller must own a Slurm job on the node */
+  int require_isolation;                /* refuse a job's tasks when its hugetlb cgroup cannot be set up */
+  int default_job_pages_set;            /* default_job_pages was given */
+  unsigned long long default_job_pages; /* reservation limit of a job without --hugepages */
 };
 
 /* Parses the site config.  Returns 0, or -1 with a message in err. */

@@ -7,13 +7,18 @@
  *
  *   job prolog  (root, slurmd, at allocation with PrologFlags=Alloc):
  *               register job -> owner in the job registry (for require_job),
- *               then grant N pages to the job's user.
- *   task init   (every task, as the user, before exec): if the grant
- *               failed, the task exits with the reason.  Not the prolog, nor
- *               user_init: a failure there drains the node (for batch jobs),
- *               and a user must not be able to do that.
- *   job epilog  (root): unregister; when the user has no other job on the
- *               node, release everything the user holds.
+ *               then add N pages to the job's user's grant, and create the
+ *               job's hugetlb cgroup with a reservation limit of N pages
+ *               (or default_job_pages for a job without --hugepages).
+ *   task init   (every task, root then the user, before exec): the task
+ *               enters the job's cgroup; if the grant failed, or isolation
+ *               is required and could not be set up, the task exits with
+ *               the reason; if isolation could not be set up, it says so.
+ *               Not the prolog, nor user_init: a failure there drains the
+ *               node (for batch jobs), and a user must not be able to do that.
+ *   job epilog  (root): remove the job's cgroup and unregister; when the
+ *               user has no other job on the node, release everything the
+ *               user holds.
  *
  * Rules kept:
  *  1. The option value is validated again on the root side.
@@ -21,6 +26,11 @@
  *  3. A refusal never fails the prolog (that would drain the node).
  *  4. A busy lock is retried, never dropped: the epilog's release always
  *     happens (the core kills a helper that holds the lock too long).
+ *  5. With require_isolation, nothing is granted to a job whose cgroup cannot
+ *     be set up, and its tasks never run; without it, the job runs unisolated
+ *     and says so in its output and the audit log.
+ *  6. Registry files (<job>, <job>.failed, <job>.iso) are written by root
+ *     only, and read only if they are root-owned regular files.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +40,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -59,21 +70,42 @@ int slurm_spank_init(spank_t sp, int ac, char **av) {
   return 0;
 }
 
-static void failure_path(char *buf, size_t cap, uint32_t job) {
-  snprintf(buf, cap, RESERVE_JOBS_DIR "/%u.failed", (unsigned)job);
+static void job_file(char *buf, size_t cap, uint32_t job, const char *ext) {
+  snprintf(buf, cap, RESERVE_JOBS_DIR "/%u%s", (unsigned)job, ext);
 }
 
-static void record_failure(uint32_t job, const char *why) {
+static void write_job_file(uint32_t job, const char *ext, const char *text) {
   char path[256];
   int fd;
-  failure_path(path, sizeof path, job);
+  job_file(path, sizeof path, job, ext);
   fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return;
-  if (write(fd, why, strlen(why)) < 0) {
+  if (write(fd, text, strlen(text)) < 0) {
     /* the audit log has the reason anyway */
   }
   close(fd);
 }
+
+/* A root-owned regular file of the registry, NUL-terminated; -1 if none. */
+static int read_job_file(uint32_t job, const char *ext, char *buf, size_t cap) {
+  char path[256];
+  struct stat st;
+  ssize_t n;
+  int fd;
+  job_file(path, sizeof path, job, ext);
+  fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return -1;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) {
+    close(fd);
+    return -1;
+  }
+  n = read(fd, buf, cap - 1);
+  close(fd);
+  buf[n > 0 ? n : 0] = '\0';
+  return 0;
+}
+
+static void record_failure(uint32_t job, const char *why) { write_job_file(job, ".failed", why); }
 
 static int job_caller(spank_t sp, struct reserve_caller *who, uint32_t *job) {
   uid_t uid;
@@ -93,12 +125,41 @@ static int job_caller(spank_t sp, struct reserve_caller *who, uint32_t *job) {
   return 0;
 }
 
+/* The job's hugetlb cgroup: <job>.iso records "isolated R" or
+ * "unisolated R <reason>" (R: 1 if the site requires isolation) for the
+ * tasks and the epilog.  Returns 0, or -1 when isolation is required and
+ * failed (the failure is recorded: the tasks will not run). */
+static int isolate_job(const struct reserve_caller *who, const struct reserve_config *conf, uint32_t job,
+                       const struct cg_hier *h, const char *detect_why, unsigned long long pages) {
+  char why[600], text[700];
+  if (detect_why == NULL && cg_job_create(h, job, pages, why, sizeof why) == 0) {
+    snprintf(text, sizeof text, "isolated %d", conf->require_isolation);
+    write_job_file(job, ".iso", text);
+    reserve_audit(who, "action=isolate hierarchy=%s cgroup=%s/hugepool/job_%u limit=%llu outcome=ok",
+                  h->v2 ? "v2" : "v1", h->mnt, (unsigned)job, pages);
+    return 0;
+  }
+  if (detect_why != NULL) snprintf(why, sizeof why, "%s", detect_why);
+  snprintf(text, sizeof text, "unisolated %d %s", conf->require_isolation, why);
+  write_job_file(job, ".iso", text);
+  reserve_audit(who, "action=isolate limit=%llu outcome=%s reason=\"%s\"", pages,
+                conf->require_isolation ? "refused" : "unavailable", why);
+  if (!conf->require_isolation) return 0;
+  snprintf(text, sizeof text, "the site requires hugetlb isolation (require_isolation yes), which is not possible: %s",
+           why);
+  record_failure(job, text);
+  return -1;
+}
+
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
   struct reserve_caller who;
   struct reserve_config conf;
   struct reserve_request rq;
-  char *val = NULL, msg[1024];
+  struct cg_hier h;
+  char *val = NULL, msg[1024], why[600], text[1100];
+  const char *detect_why = NULL;
   uint32_t job;
+  int have = 0;
   (void)ac;
   (void)av;
   openlog("hugepool-spank", LOG_PID, LOG_AUTHPRIV);
@@ -108,60 +169,123 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
   }
   if (reserve_job_register(job, who.uid) != 0)
     slurm_error("hugepool: cannot register job %u: %s", (unsigned)job, strerror(errno));
-  if (spank_option_getopt(sp, &hugepages_opt, &val) != ESPANK_SUCCESS) return 0;
+  have = spank_option_getopt(sp, &hugepages_opt, &val) == ESPANK_SUCCESS;
   memset(&rq, 0, sizeof rq);
   rq.action = ACT_GRANT;
   rq.node = -1;
   rq.size_kb = RESERVE_PAGE_2M;
-  if (val == NULL || reserve_parse_count(val, RESERVE_MAX_PAGES, &rq.pages) != 0 || rq.pages == 0) {
-    snprintf(msg, sizeof msg, "--hugepages: not a whole number from 1 to %llu", RESERVE_MAX_PAGES);
+  rq.for_job = 1;
+  if (have && (val == NULL || reserve_parse_count(val, RESERVE_MAX_PAGES, &rq.pages) != 0 || rq.pages == 0)) {
+    snprintf(msg, sizeof msg, "--hugepages could not be granted: --hugepages: not a whole number from 1 to %llu",
+             RESERVE_MAX_PAGES);
     reserve_audit(&who, "action=grant outcome=refused reason=\"bad --hugepages value\"");
     record_failure(job, msg);
     return 0;
   }
-  if (reserve_load_config(&conf, msg, sizeof msg) != 0 || reserve_authorize(&conf, &who, msg, sizeof msg) != 0) {
+  if (reserve_load_config(&conf, msg, sizeof msg) != 0 ||
+      (have && reserve_authorize(&conf, &who, msg, sizeof msg) != 0)) {
+    if (!have) return 0; /* nothing asked: nothing to refuse */
     reserve_audit(&who, "action=grant request=%llu granted=0 outcome=refused reason=\"%s\"", rq.pages, msg);
-    record_failure(job, msg);
-  } else {
+    snprintf(text, sizeof text, "--hugepages could not be granted: %s", msg);
+    record_failure(job, text);
+    return 0;
+  }
+  if (!have && !conf.default_job_pages_set) return 0; /* such jobs are not isolated */
+  if (cg_detect(&h, why, sizeof why) != 0) detect_why = why;
+  if (detect_why != NULL && conf.require_isolation) /* refused before anything is granted */
+    return isolate_job(&who, &conf, job, &h, detect_why, have ? rq.pages : conf.default_job_pages), 0;
+  if (have) {
     int rc, tries = 0;
     /* A busy lock (after a stopped helper holding it was killed) is retried. */
     while ((rc = reserve_grant(&conf, &who, &rq, msg, sizeof msg)) == RESERVE_BUSY && ++tries < 3) {
     }
-    if (rc != RESERVE_OK) record_failure(job, msg); /* reserve_grant has logged it */
+    if (rc != RESERVE_OK) { /* reserve_grant has logged it */
+      snprintf(text, sizeof text, "--hugepages could not be granted: %s", msg);
+      record_failure(job, text);
+      return 0;
+    }
   }
+  (void)isolate_job(&who, &conf, job, &h, detect_why, have ? rq.pages : conf.default_job_pages);
+  return 0;
+}
+
+/* Between task_init_privileged and task_init (the same process, the task). */
+static char task_note[700];
+static int task_refused;
+
+/* Root, in the task before it drops privileges: enter the job's cgroup. */
+int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av) {
+  char buf[700], why[700];
+  struct cg_hier h;
+  uint32_t job;
+  int required = 0;
+  (void)ac;
+  (void)av;
+  if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS || read_job_file(job, ".iso", buf, sizeof buf) != 0)
+    return 0;
+  if (strncmp(buf, "isolated ", 9) == 0) {
+    struct reserve_caller who;
+    uint32_t id;
+    required = buf[9] == '1';
+    if (cg_detect(&h, why, sizeof why) == 0 && cg_task_enter(&h, job, why, sizeof why) == 0) return 0;
+    openlog("hugepool-spank", LOG_PID, LOG_AUTHPRIV);
+    if (job_caller(sp, &who, &id) == 0)
+      reserve_audit(&who, "action=isolate-task pid=%ld outcome=%s reason=\"%s\"", (long)getpid(),
+                    required ? "refused" : "unavailable", why);
+  } else if (strncmp(buf, "unisolated ", 11) == 0 && strlen(buf) > 13) {
+    required = buf[11] == '1';
+    snprintf(why, sizeof why, "%s", buf + 13);
+  } else {
+    snprintf(why, sizeof why, "the job's isolation record is damaged");
+    required = 1;
+  }
+  snprintf(task_note, sizeof task_note, "%s", why);
+  task_refused = required;
   return 0;
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av) {
-  char path[256], why[1024];
+  char why[1100];
   uint32_t job;
-  ssize_t n;
-  int fd;
   (void)ac;
   (void)av;
   if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) return 0;
-  failure_path(path, sizeof path, job);
-  fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return 0;
-  n = read(fd, why, sizeof why - 1);
-  close(fd);
-  why[n > 0 ? n : 0] = '\0';
-  /* In the task, on its stderr: the user sees it in the job's output. */
-  dprintf(2, "hugepool: --hugepages could not be granted: %s\n", why);
-  slurm_error("hugepool: --hugepages could not be granted: %s", why);
-  return -1;
+  if (read_job_file(job, ".failed", why, sizeof why) == 0) {
+    /* In the task, on its stderr: the user sees it in the job's output. */
+    dprintf(2, "hugepool: %s\n", why);
+    slurm_error("hugepool: %s", why);
+    return -1;
+  }
+  if (task_refused) {
+    dprintf(2, "hugepool: the site requires hugetlb isolation (require_isolation yes), which is not possible: %s\n",
+            task_note);
+    slurm_error("hugepool: hugetlb isolation not possible: %s", task_note);
+    return -1;
+  }
+  if (task_note[0] != '\0')
+    dprintf(2, "hugepool: note: this job's hugetlb pages are not isolated from other jobs: %s\n", task_note);
+  return 0;
 }
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av) {
   struct reserve_caller who;
-  char path[256], msg[1024];
+  struct cg_hier h;
+  char path[256], msg[1024], buf[700];
   uint32_t job;
   (void)ac;
   (void)av;
   openlog("hugepool-spank", LOG_PID, LOG_AUTHPRIV);
   if (job_caller(sp, &who, &job) != 0) return 0;
+  if (read_job_file(job, ".iso", buf, sizeof buf) == 0 && strncmp(buf, "isolated ", 9) == 0) {
+    if (cg_detect(&h, msg, sizeof msg) != 0 || cg_job_remove(&h, job, msg, sizeof msg) != 0) {
+      reserve_audit(&who, "action=isolate-end outcome=error reason=\"%s\"", msg);
+      slurm_error("hugepool: job %u: %s", (unsigned)job, msg);
+    }
+  }
   reserve_job_unregister(job);
-  failure_path(path, sizeof path, job);
+  job_file(path, sizeof path, job, ".failed");
+  unlink(path);
+  job_file(path, sizeof path, job, ".iso");
   unlink(path);
   if (!reserve_user_has_job(who.uid, job)) {
     int rc, tries = 0;

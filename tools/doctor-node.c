@@ -399,6 +399,19 @@ void dr_check_cgroups(const struct dr_need *need) {
     if (!v2 && !strstr(ctrl, "hugetlb")) continue;
     char mnt[1024];
     if (cgroup_mount(v2, mnt, sizeof mnt) != 0) continue;
+    /* The Slurm plugin's per-job cgroup (setuid-helper/cgroup.c): its
+     * reservation limit is the job's grant, raised by hugepool-reserve. */
+    unsigned long job = 0;
+    char tail = 0;
+    int hp_job = sscanf(cg, "/hugepool/job_%lu%c", &job, &tail) == 1;
+    if (hp_job) {
+      dr_row(
+          "Slurm job %lu runs in its own hugetlb cgroup (hugepool job isolation, cgroup %s): its pages are its "
+          "own, a mapping beyond its reservation limit fails with ENOMEM; hugepool-reserve PAGES raises it",
+          job, v2 ? "v2" : "v1");
+      dr_kv_num("job", (long long)job);
+      dr_kv_str("isolation", "hugepool");
+    }
     const char *sizes[] = {"2MB", "1GB"};
     for (int s = 0; s < 2; s++) {
       char lf[64], uf[64], rlf[64], ruf[64];
@@ -430,8 +443,12 @@ void dr_check_cgroups(const struct dr_need *need) {
       char fix[PATH_MAX + 64];
       if (hr && rsvd.limit != UNLIMITED_BYTES &&
           rsvd.limit - (rsvd.usage < rsvd.limit ? rsvd.usage : rsvd.limit) < want) {
-        (void)snprintf(fix, sizeof fix, "echo %s > %s   (as root, or ask the batch system to raise it)", unl,
-                       rsvd.where);
+        if (hp_job)
+          (void)snprintf(fix, sizeof fix, "hugepool-reserve %llu   (inside the job: raises its limit with the pool)",
+                         (rsvd.usage + want + 2 * MB - 1) / (2 * MB));
+        else
+          (void)snprintf(fix, sizeof fix, "echo %s > %s   (as root, or ask the batch system to raise it)", unl,
+                         rsvd.where);
         dr_problem(DR_ERROR, fix,
                    "hugetlb cgroup reservation limit: %s allows %llu more MiB of 2 MB pages, the job needs %llu MiB "
                    "(mmap fails with ENOMEM)",

@@ -45,7 +45,8 @@ make_inst_dir() {
   on_exit "rm -rf '$INST'"
   # Tools an unprivileged user runs or might load: copies they can reach.
   mkdir -p "$INST/tools"
-  cp "$RESERVE_TOOLS/execve_argc0" "$RESERVE_TOOLS/libmarker_preload.so" "$RESERVE_TOOLS/hugetlb_hold" "$INST/tools/"
+  cp "$RESERVE_TOOLS/execve_argc0" "$RESERVE_TOOLS/libmarker_preload.so" "$RESERVE_TOOLS/hugetlb_hold" \
+    "$RESERVE_TOOLS/hugetlb_map" "$INST/tools/"
   [[ ! -e $RESERVE_TOOLS/kill_on_change ]] || cp "$RESERVE_TOOLS/kill_on_change" "$INST/tools/"
   chmod -R a+rX "$INST/tools"
   if findmnt -n -o OPTIONS -T "$INST" | tr ',' '\n' | grep -qx nosuid; then

@@ -4,12 +4,6 @@
 # end).  The job's user is nobody; the plugin's root-side prolog grants the
 # pages, the job sees them, the epilog gives them back.
 source "$(dirname "$0")/lib.sh"
-for prog in munged slurmctld slurmd srun sinfo; do
-  command -v "$prog" >/dev/null || { echo "SKIP: $prog not installed (apt-get install slurmctld slurmd slurm-client munge)" >&2; exit 77; }
-done
-plugin=$RESERVE_BIN_DIR/hugepool_spank_realpool.so
-[[ -f $plugin ]] || fail "SPANK plugin not built (libslurm-dev missing?)"
-
 real_pool_setup <<CONF
 max_pages 64
 max_fraction 0.5
@@ -18,108 +12,7 @@ group nogroup
 require_job yes
 CONF
 
-T=$(mktemp -d /var/tmp/hugepool-slurm.XXXXXX)
-chmod 0755 "$T"
-on_exit "rm -rf '$T'"
-
-# Capture the plugin's audit lines on /dev/log if no system logger owns it.
-exec 8>/tmp/hugepool-devlog.lock
-flock 8
-audit=
-if [[ ! -e /dev/log ]]; then
-  audit=$T/audit.log
-  : >"$audit"
-  coproc LISTEN { exec python3 "$(dirname "$0")/devlog_listen.py" /dev/log "$audit" 9>&-; }
-  listen_pid=$LISTEN_PID
-  on_exit "kill $listen_pid; wait $listen_pid; rm -f /dev/log"
-  read -r -t 10 ready <&"${LISTEN[0]}" && [[ $ready == ready ]] || fail "log listener did not start"
-fi
-mkdir -p "$T/state" "$T/spool"
-host=$(hostname -s)
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; } # nothing listening
-for _ in $(seq 50); do
-  port=$((20000 + RANDOM % 20000))
-  port_free "$port" && port_free $((port + 1)) && break
-done
-
-# munge with a private key and socket.
-dd if=/dev/urandom of="$T/munge.key" bs=1024 count=1 status=none
-chmod 0400 "$T/munge.key"
-munged -F -f --key-file="$T/munge.key" --socket="$T/munge.sock" --pid-file="$T/munged.pid" \
-  --log-file="$T/munged.log" --seed-file="$T/munged.seed" 9>&- &
-munge_pid=$!
-on_exit "kill $munge_pid 2>/dev/null; wait $munge_pid 2>/dev/null"
-for _ in $(seq 50); do [[ -S $T/munge.sock ]] && break; sleep 0.1; done
-[[ -S $T/munge.sock ]] || fail "munged did not start: $(cat "$T/munged.log")"
-
-install -m 0755 "$plugin" "$T/hugepool_spank.so" # where srun, run by nobody, can load it
-cat >"$T/plugstack.conf" <<EOF2
-required $T/hugepool_spank.so
-EOF2
-cat >"$T/slurm.conf" <<EOF2
-ClusterName=hugepooltest
-SlurmctldHost=$host(127.0.0.1)
-SlurmctldPort=$port
-SlurmdPort=$((port + 1))
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket=$T/munge.sock
-CredType=cred/munge
-StateSaveLocation=$T/state
-SlurmdSpoolDir=$T/spool
-SlurmctldPidFile=$T/slurmctld.pid
-SlurmdPidFile=$T/slurmd.pid
-SlurmctldLogFile=$T/slurmctld.log
-SlurmdLogFile=$T/slurmd.log
-SlurmdDebug=debug
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-PrologFlags=Alloc
-PlugStackConfig=$T/plugstack.conf
-SchedulerType=sched/builtin
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-ReturnToService=2
-MpiDefault=none
-JobCompType=jobcomp/none
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
-PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
-EOF2
-chmod 0644 "$T/slurm.conf" "$T/plugstack.conf"
-export SLURM_CONF=$T/slurm.conf
-
-# (9>&-: the daemons and their children must not inherit the pool lock)
-slurmctld -D -i -f "$SLURM_CONF" >"$T/slurmctld.out" 2>&1 9>&- &
-ctld=$!
-on_exit "kill $ctld 2>/dev/null; wait $ctld 2>/dev/null"
-slurmd -D -f "$SLURM_CONF" >"$T/slurmd.out" 2>&1 9>&- &
-sd=$!
-on_exit "kill $sd 2>/dev/null; wait $sd 2>/dev/null"
-logs() { tail -n 30 "$T"/slurmctld.log "$T"/slurmd.log "$T"/*.out 2>/dev/null; }
-state=
-for _ in $(seq 60); do
-  state=$(sinfo -h -o %T 2>/dev/null || true)
-  [[ $state == idle ]] && break
-  sleep 0.5
-done
-[[ $state == idle ]] || fail "node not idle after 30 s (state '$state')
-$(logs)"
-pass "single-node Slurm up on 127.0.0.1:$port"
-
-as_job() { # srun as nobody; sets OUT, RC
-  set +e
-  OUT=$(cd /tmp && setpriv --reuid=65534 --regid=65534 --clear-groups env SLURM_CONF="$SLURM_CONF" \
-    timeout 60 srun -N1 -n1 "$@" 2>&1)
-  RC=$?
-  set -e
-}
-wait_nr() { # expected: the epilog runs after the job has ended
-  for _ in $(seq 60); do [[ $(real_nr) == "$1" ]] && return 0; sleep 0.5; done
-  return 1
-}
+source "$(dirname "$0")/slurm_lib.sh"
 
 # The option is there for users.
 set +e
@@ -140,7 +33,14 @@ first=$(head -n 1 <<<"$OUT")
 expect_eq "$first" $((base + 12)) "the job sees the pool grown by 12"
 grep -q '12 pages of 2048 kB on node any' <<<"$OUT" || fail "job's status lacks the grant: $OUT"
 pass "inside the job, --status shows the user's 12 pages"
-grep -q 'you already hold 12 pages' <<<"$OUT" && grep -qx 'rc=0' <<<"$OUT" || fail "helper in job: $OUT"
+if [[ -n $cg_mnt ]]; then # the job is isolated: PAGES is what the job may reserve
+  grep -q 'your job [0-9]* may already reserve 12 pages' <<<"$OUT" && grep -qx 'rc=0' <<<"$OUT" || fail "helper in job: $OUT"
+  grep -q 'your job [0-9]*: hugetlb cgroup .*/hugepool/job_[0-9]*' <<<"$OUT" && grep -q '2048 kB pages: limit 12, reserved 0' <<<"$OUT" ||
+    fail "the job's --status lacks its cgroup's limit: $OUT"
+  pass "inside the job, --status shows the job's limit"
+else
+  grep -q 'you already hold 12 pages' <<<"$OUT" && grep -qx 'rc=0' <<<"$OUT" || fail "helper in job: $OUT"
+fi
 pass "inside the job, require_job accepts the helper"
 grep -q 'pool .* -> ' <<<"$OUT" || fail "helper could not grow the grant inside the job: $OUT"
 pass "inside the job, the helper grows the grant to 20"
@@ -149,6 +49,8 @@ $(logs)"
 pass "after the job, the pool is back to $base"
 [[ -z $(ls -A "$REAL/run/hugepool/jobs") ]] || fail "job registry not emptied: $(ls "$REAL/run/hugepool/jobs")"
 pass "job registry emptied by the epilog"
+[[ -z $(cg_jobs) ]] || fail "job cgroups left: $(cg_jobs)"
+pass "no job cgroup left"
 if [[ -n $audit ]]; then
   sleep 0.3
   grep -Eq '^<85>.* hugepool-spank\[[0-9]+\]: uid=65534 user=nobody source=slurm job=[0-9]+ action=grant size=2048kB node=any request=12 before=[0-9]+ after=[0-9]+ granted=12 outcome=ok$' "$audit" ||

@@ -110,6 +110,24 @@ TEST_CASE("config: all four limits are required, require_job is optional") {
   CHECK(conf("max_pages 1\nmax_fraction 0.5\nmin_free_mb 0\n", c) == -1);
 }
 
+TEST_CASE("config: require_isolation and default_job_pages are optional") {
+  reserve_config c;
+  REQUIRE(conf(kGood, c) == 0);
+  CHECK(c.require_isolation == 0);
+  CHECK(c.default_job_pages_set == 0);
+  REQUIRE(conf(std::string(kGood) + "require_isolation yes\ndefault_job_pages 0\n", c) == 0);
+  CHECK(c.require_isolation == 1);
+  CHECK(c.default_job_pages_set == 1);
+  CHECK(c.default_job_pages == 0);
+  REQUIRE(conf(std::string(kGood) + "default_job_pages 16\nrequire_isolation no\n", c) == 0);
+  CHECK(c.default_job_pages == 16);
+  CHECK(c.require_isolation == 0);
+  for (const char *extra :
+       {"require_isolation 1\n", "default_job_pages -1\n", "default_job_pages 01\n", "default_job_pages 10000001\n",
+        "require_isolation yes\nrequire_isolation yes\n", "default_job_pages 1\ndefault_job_pages 1\n"})
+    CHECK(conf(std::string(kGood) + extra, c) == -1);
+}
+
 TEST_CASE("config: bad values, unknown and repeated keys are refused") {
   reserve_config c;
   for (const char *extra : {"max_pages 5\n", "bogus 1\n", "require_job maybe\n", "require_job\n", "x y z\n"})

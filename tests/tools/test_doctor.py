@@ -211,6 +211,26 @@ def fake_trees():
     scenario("cgroup v1 reservation limit 0", v1, "error", "allows 0 more MiB",
              "echo -1 > /sys/fs/cgroup/hugetlb/slurm/job7/hugetlb.2MB.rsvd.limit_in_bytes")
 
+    def hp_job(root):
+        put(root, "/proc/self/cgroup", "0::/hugepool/job_42\n")
+        for d in ("/hugepool", "/hugepool/job_42"):
+            for f in ("hugetlb.2MB.max", "hugetlb.2MB.rsvd.max"):
+                put(root, "/sys/fs/cgroup" + d + "/" + f, "max\n")
+            for f in ("hugetlb.2MB.current", "hugetlb.2MB.rsvd.current"):
+                put(root, "/sys/fs/cgroup" + d + "/" + f, "0\n")
+        put(root, "/sys/fs/cgroup/hugepool/job_42/hugetlb.2MB.rsvd.max", str(16 << 20) + "\n")
+        put(root, "/sys/fs/cgroup/hugepool/job_42/hugetlb.2MB.rsvd.current", str(4 << 20) + "\n")
+    scenario("a hugepool job cgroup: the job's limit, raised by the helper", hp_job, "error",
+             "allows 12 more MiB", "hugepool-reserve 34", args=("--need", "64M"))
+    root = tempfile.mkdtemp(prefix="doctor-")
+    os.chmod(root, 0o755)
+    healthy_tree(root)
+    hp_job(root)
+    text = run(root).stdout
+    check("Slurm job 42 runs in its own hugetlb cgroup" in text and "reservation limit 16 MiB (used 4 MiB)" in text,
+          "a hugepool job cgroup: the job, its limit and use shown")
+    shutil.rmtree(root)
+
     memlock = write("/proc/self/limits", "Max locked memory         65536                65536                bytes\n")
     scenario("memlock finite, no NIC", memlock, "note", "RLIMIT_MEMLOCK is 65536")
     scenario("memlock finite with an RDMA device",
