@@ -355,3 +355,8 @@ int hp_win_free(void *win_ptr) {
   if (w) free_window(w);
   return rc;
 }
+
+void hp_finalize_trim(void) {
+  size_t (*trim)(void) = (size_t(*)(void))as_function(dlsym(RTLD_DEFAULT, "hugepool_trim"));
+  if (trim) (void)trim();
+}

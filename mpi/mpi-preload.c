@@ -39,6 +39,7 @@ HP_MPI_API int MPI_Win_allocate_shared(hp_mpi_aint size, int disp_unit, hp_mpi_h
 HP_MPI_API int MPI_Win_shared_query(hp_mpi_handle win, int rank, hp_mpi_aint *size, int *disp_unit, void *baseptr);
 HP_MPI_API int MPI_Win_get_attr(hp_mpi_handle win, int keyval, void *value, int *flag);
 HP_MPI_API int MPI_Win_free(void *win);
+HP_MPI_API int MPI_Finalize(void);
 
 /* No MPI library behind an MPI call: only a program with its own partial
  * MPI symbols gets here.  Any non-zero value is an MPI error code. */
@@ -59,6 +60,8 @@ typedef int (*win_get_attr_fn)(hp_mpi_handle, int, void *, int *);
 static hp_mpi_fn next_win_get_attr_fn;
 typedef int (*win_free_fn)(void *);
 static hp_mpi_fn next_win_free_fn;
+typedef int (*finalize_fn)(void);
+static hp_mpi_fn next_finalize_fn;
 
 HP_MPI_API int MPI_Alloc_mem(hp_mpi_aint size, hp_mpi_handle info, void *baseptr) {
   if (hp_mpi_active()) return hp_alloc_mem(size, info, baseptr);
@@ -95,4 +98,14 @@ HP_MPI_API int MPI_Win_free(void *win) {
   if (hp_mpi_active()) return hp_win_free(win);
   win_free_fn next = NEXT(win_free_fn, "PMPI_Win_free");
   return next ? next(win) : no_mpi("MPI_Win_free");
+}
+
+/* A rank that finishes early waits in MPI_Finalize for the others, often for
+ * long: the pages its cache holds go back to the node's pool first, so the
+ * ranks still working can map them.  MPI_Finalize has no handles, so this
+ * holds for any MPI, active or not. */
+HP_MPI_API int MPI_Finalize(void) {
+  hp_finalize_trim();
+  finalize_fn next = NEXT(finalize_fn, "PMPI_Finalize");
+  return next ? next() : no_mpi("MPI_Finalize");
 }

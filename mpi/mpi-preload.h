@@ -43,5 +43,8 @@ HP_MPI_INTERNAL int hp_win_allocate_shared(hp_mpi_aint size, int disp_unit, hp_m
 HP_MPI_INTERNAL int hp_win_shared_query(hp_mpi_handle win, int rank, hp_mpi_aint *size, int *disp_unit, void *baseptr);
 HP_MPI_INTERNAL int hp_win_get_attr(hp_mpi_handle win, int keyval, void *value, int *flag);
 HP_MPI_INTERNAL int hp_win_free(void *win);
+/* Gives the pages hugepool caches back to the pool (hugepool_trim of
+ * libhugepool_preload.so, where it is loaded); MPI_Finalize calls it. */
+HP_MPI_INTERNAL void hp_finalize_trim(void);
 
 #endif
