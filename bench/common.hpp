@@ -376,7 +376,7 @@ inline Buf buf_alloc(Page kind, size_t bytes) {
       b.p = static_cast<char *>(hugepool_alloc(bytes));
       if (!b.p) return Buf{};
       b.base = b.p;
-      b.maplen = hugepool_usable_size(b.p);
+      b.maplen = bytes; /* buf_free needs no length: no usable_size call inside a timed pair */
       return b;
 #else
       errno = ENOTSUP;

@@ -16,24 +16,15 @@
 //                hugepool_threads  hugepool, each ring step's sendrecv split over threads
 //                                  on duplicated communicators
 // Rank 0 prints JSON lines: median/min/max over --reps interleaved repetitions.
-#include <mpi.h>
 #include <omp.h>
 
-#include <memory>
-
-#include "common.hpp"
 #include "hugepool/hugepool.h"
 #include "hugepool/mpi.h"
+#include "mpi-common.hpp"
 
 namespace {
 
 int g_rank = 0, g_size = 1;
-
-bool all_ok(bool ok) {
-  int mine = ok ? 1 : 0, all = 0;
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return all == 1;
-}
 
 void *buf_alloc(bool huge, size_t n) {
   if (huge) return hugepool_alloc(n);
@@ -76,7 +67,7 @@ class Halo {
       if (send_[i]) std::memset(send_[i], 1 + i + 16 * g_rank, face);
     }
     if (kind == HaloKind::shared_huge) {
-      good = all_ok(good) && setup_shared();
+      good = hb::all_ranks_ok(good) && setup_shared();
     } else {
       for (int i = 0; i < 8; ++i) {
         recv_[i] = static_cast<char *>(buf_alloc(huge, face));
@@ -86,7 +77,7 @@ class Halo {
     }
     if (kind == HaloKind::threaded_huge)
       for (auto &c : dup_) MPI_Comm_dup(cart_, &c);
-    ok = all_ok(good);
+    ok = hb::all_ranks_ok(good);
     if (!ok && g_rank == 0) hb::skip("halo", std::string(halo_name(kind)) + " " + hb::size_name(face), why_);
     iters_ = std::max(3L, std::min(100L, static_cast<long>(64 * hb::kMB / (8 * face))));
   }
@@ -124,7 +115,7 @@ class Halo {
       good = good && static_cast<unsigned char>(recv_[2 * d][face_ - 1]) == ((1 + 2 * d + 16 * from_hi) & 0xff);
       good = good && static_cast<unsigned char>(recv_[2 * d + 1][0]) == ((1 + 2 * d + 1 + 16 * from_lo) & 0xff);
     }
-    return all_ok(good);
+    return hb::all_ranks_ok(good);
   }
   void emit(const hb::Summary &s) const {
     hb::Json()
@@ -264,7 +255,7 @@ class Ring {
         dup_.push_back(c);
       }
     for (size_t i = 0; i < n_; ++i) data_[i] = static_cast<double>(g_rank + 1) * static_cast<double>(i % 1000);
-    ok = all_ok(data_ && (kind != RingKind::cached || (out_ && tmp_)));
+    ok = hb::all_ranks_ok(data_ && (kind != RingKind::cached || (out_ && tmp_)));
     iters_ = std::max(2L, std::min(50L, static_cast<long>(64 * hb::kMB / bytes)));
   }
   ~Ring() {
@@ -362,20 +353,6 @@ class Ring {
   bool correct_ = true;
 };
 
-template <class T>
-void interleave(std::vector<std::unique_ptr<T>> &cases, long reps) {
-  std::vector<std::vector<double>> samples(cases.size());
-  for (long r = 0; r < reps + 1; ++r)  // round 0 is a warm-up
-    for (size_t c = 0; c < cases.size(); ++c) {
-      if (!cases[c]->ok) continue;
-      MPI_Barrier(MPI_COMM_WORLD);
-      const double v = cases[c]->run_once();
-      if (r) samples[c].push_back(v);
-    }
-  for (size_t c = 0; c < cases.size(); ++c)
-    if (cases[c]->ok && g_rank == 0) cases[c]->emit(hb::summarise(samples[c]));
-}
-
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -401,7 +378,7 @@ int main(int argc, char **argv) {
           cases.back()->ok = false;
         }
       }
-      interleave(cases, reps);
+      hb::run_interleaved(cases, reps);
     }
   if (want("allreduce"))
     for (size_t bytes : hb::parse_sizes(a.get("allreduce-sizes", "1M,16M,64M"))) {
@@ -410,9 +387,9 @@ int main(int argc, char **argv) {
         if (k == RingKind::hugepool_threads && provided < MPI_THREAD_MULTIPLE) continue;
         cases.push_back(std::make_unique<Ring>(k, bytes, threads));
       }
-      interleave(cases, reps);
+      hb::run_interleaved(cases, reps);
       for (auto &c : cases)
-        if (c->ok && !all_ok(c->correct()) && g_rank == 0) hb::skip("halo", "ring_allreduce", "wrong result");
+        if (c->ok && !hb::all_ranks_ok(c->correct()) && g_rank == 0) hb::skip("halo", "ring_allreduce", "wrong result");
     }
   MPI_Finalize();
   return 0;

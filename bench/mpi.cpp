@@ -7,11 +7,7 @@
 //              are allocated per call, or allocated once and reused
 // Buffers: memalign (posix_memalign, 4 KB pages), hugetlb (mmap MAP_HUGETLB),
 // hugepool (hugepool_alloc).  Rank 0 prints the JSON lines.
-#include <mpi.h>
-
-#include <memory>
-
-#include "common.hpp"
+#include "mpi-common.hpp"
 
 namespace hb {
 
@@ -22,13 +18,6 @@ std::string g_tls;
 
 // The buffer kinds compared (common.hpp's buf_alloc): Page::memalign,
 // Page::huge2m ("hugetlb") and Page::hugepool.
-
-// Every rank must agree that the allocation worked.
-bool all_ok(bool ok) {
-  int mine = ok ? 1 : 0, all = 0;
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return all == 1;
-}
 
 void mpi_skip(const std::string &what, const std::string &why) {
   if (g_rank == 0) skip("mpi", what + " tls=" + g_tls, why);
@@ -55,8 +44,10 @@ std::vector<Page> parse_mems(const std::string &s) {
     else if (x == "hugepool") {
       if (have_hugepool())
         out.push_back(Page::hugepool);
-      else mpi_skip("hugepool buffers", "built without the hugepool library");
-    } else die("unknown buffer kind " + x);
+      else
+        mpi_skip("hugepool buffers", "built without the hugepool library");
+    } else
+      die("unknown buffer kind " + x);
   }
   return out;
 }
@@ -81,35 +72,20 @@ long page_kb_of(const void *addr) {
 }
 
 // ---------------------------------------------------------------- cases
-// One measured configuration.  The configurations compared with each other
-// (the buffer kinds at one size) run interleaved, repetition by repetition,
-// so that a burst of load on this shared machine hits all of them alike.
+// One measured configuration, run by run_interleaved (mpi-common.hpp).
 class Case {
  public:
   virtual ~Case() = default;
-  bool ok = false;                 // set up on every rank
-  virtual double run_once() = 0;   // one timed block; the value recorded
+  bool ok = false;                // set up on every rank
+  virtual double run_once() = 0;  // one timed block; the value recorded
   virtual void emit(const Summary &s) = 0;
 };
-
-void run_interleaved(std::vector<std::unique_ptr<Case>> &cases, long reps) {
-  std::vector<std::vector<double>> samples(cases.size());
-  for (long r = 0; r < reps + 1; ++r)  // round 0 is a warm-up
-    for (size_t c = 0; c < cases.size(); ++c) {
-      if (!cases[c]->ok) continue;
-      MPI_Barrier(MPI_COMM_WORLD);
-      const double v = cases[c]->run_once();
-      if (r) samples[c].push_back(v);
-    }
-  for (size_t c = 0; c < cases.size(); ++c)
-    if (cases[c]->ok && g_rank == 0) cases[c]->emit(summarise(samples[c]));
-}
 
 // ---------------------------------------------------------------- ping-pong
 class PingPong : public Case {
  public:
   PingPong(Page m, size_t size) : m_(m), size_(size), buf_(buf_alloc(m, size)) {
-    ok = all_ok(static_cast<bool>(buf_));
+    ok = all_ranks_ok(static_cast<bool>(buf_));
     if (!ok) {
       mpi_skip(std::string("pingpong ") + page_name(m) + " " + size_name(size), "buffer allocation failed");
       return;
@@ -134,7 +110,11 @@ class PingPong : public Case {
     return (MPI_Wtime() - t0) / static_cast<double>(iters_) / 2 * 1e6;  // half round trip, µs
   }
   void emit(const Summary &s) override {
-    row("pingpong", m_, size_).integer("iters", iters_).integer("page_kb", page_kb_).stats("half_rtt_us", "us", s).emit();
+    row("pingpong", m_, size_)
+        .integer("iters", iters_)
+        .integer("page_kb", page_kb_)
+        .stats("half_rtt_us", "us", s)
+        .emit();
   }
 
  private:
@@ -159,7 +139,7 @@ class Halo : public Case {
       if (send_[i]) std::memset(send_[i].p, i, face);
       if (recv_[i]) std::memset(recv_[i].p, 0, face);
     }
-    ok = all_ok(good);
+    ok = all_ranks_ok(good);
     if (!ok) {
       mpi_skip(std::string(variant()) + " " + page_name(m) + " " + size_name(face), "buffer allocation failed");
       return;
@@ -197,9 +177,12 @@ class Halo : public Case {
     return (MPI_Wtime() - t0) / static_cast<double>(iters_) * 1e6;  // per exchange, µs
   }
   void emit(const Summary &s) override {
-    row(variant(), m_, face_).str("dims", std::to_string(dims_[0]) + "x" + std::to_string(dims_[1]) + "x" +
-                                              std::to_string(dims_[2]) + "x" + std::to_string(dims_[3]))
-        .integer("iters", iters_).stats("exchange_us", "us", s).emit();
+    row(variant(), m_, face_)
+        .str("dims", std::to_string(dims_[0]) + "x" + std::to_string(dims_[1]) + "x" + std::to_string(dims_[2]) + "x" +
+                         std::to_string(dims_[3]))
+        .integer("iters", iters_)
+        .stats("exchange_us", "us", s)
+        .emit();
   }
 
  private:
@@ -230,7 +213,7 @@ class Allreduce : public Case {
       work_ = buf_alloc(m, work_bytes());
       chunk_ = buf_alloc(m, per_ * sizeof(double));
     }
-    ok = all_ok(fresh_ || (work_ && chunk_));
+    ok = all_ranks_ok(fresh_ || (work_ && chunk_));
     if (!ok) mpi_skip(std::string(variant()) + " " + page_name(m) + " " + size_name(bytes), "buffer allocation failed");
     iters_ = std::max(3L, std::min(100L, static_cast<long>(256 * kMB / bytes)));
   }
@@ -262,7 +245,7 @@ class Allreduce : public Case {
   bool call() {
     Buf work_buf = fresh_ ? buf_alloc(m_, work_bytes()) : work_;
     Buf chunk_buf = fresh_ ? buf_alloc(m_, per_ * sizeof(double)) : chunk_;
-    const bool have = all_ok(work_buf && chunk_buf);
+    const bool have = all_ranks_ok(work_buf && chunk_buf);
     auto *work = reinterpret_cast<double *>(work_buf.p), *chunk = reinterpret_cast<double *>(chunk_buf.p);
     if (have) {
       std::memcpy(work, in_.data(), count_ * sizeof(double));

@@ -78,16 +78,8 @@ static int make_live(hp_block *b, size_t requested, bool hit) {
 static void *take_cached(size_t requested, size_t size, int node, hugepool_kind kind) {
   hp_block b;
   hp_tcache *tc = tcache_self();
-  if (tc && tcache_take(tc, size, requested, node, kind, &b)) {
-    if (registry_insert(&b) == 0) return b.addr;
-    tcache_uncount(tc, &b); /* no metadata for the registry: give the block back */
-    pthread_mutex_lock(&hp_lock);
-    release_mark(&b, 1);
-    pthread_mutex_unlock(&hp_lock);
-    release_now(&b, 1);
-    errno = ENOMEM;
-    return NULL;
-  }
+  void *p;
+  if (tc && tcache_take(tc, size, requested, node, kind, &p)) return p; /* registered already */
   pthread_mutex_lock(&hp_lock);
   if (!cache_take(size, node, kind, &b) && !tcache_steal(size, node, kind, &b)) {
     pthread_mutex_unlock(&hp_lock);
@@ -152,13 +144,14 @@ static void *map_fallback(size_t size, int node, bool thp) {
 }
 
 /* Maps a new hugetlb block.  Gives back first what this process caches
- * beyond its share of the node's pool (share.c).  On ENOMEM, if the pages
+ * beyond its share of the node's pool, or all it caches of this page size
+ * when the node's free pool is low (share.c).  On ENOMEM, if the pages
  * the cache holds (and releases in flight) could make up the shortfall,
  * evicts just enough of them, waits for other threads' lazy releases, and
  * tries once more. */
 static void *map_huge_reclaiming(size_t size, size_t page, int node, hugepool_kind kind) {
   share_refresh(page);
-  release_for(kind, share_excess(page, size));
+  release_for(kind, share_pool_low(page) ? SIZE_MAX : share_excess(page, size));
   void *p = map_huge(size, page, node);
   if (p || errno != ENOMEM) return p;
   pthread_mutex_lock(&hp_lock);
@@ -254,6 +247,25 @@ void *hp_allocate(size_t bytes, int node, bool *fresh) {
   return p;
 }
 
+static void release_one(hp_block *b) {
+  pthread_mutex_lock(&hp_lock);
+  release_mark(b, 1);
+  pthread_mutex_unlock(&hp_lock);
+  release_now(b, 1);
+}
+
+/* Takes the live block at ptr out of the registry (or out of the thread
+ * cache that handed it out): 0, EINVAL (not live) or EBUSY (resizing). */
+static int remove_live(const void *ptr, hp_block *b) {
+  for (;;) {
+    int err = registry_remove_idle(ptr, b);
+    if (err != EAGAIN) return err;
+    hp_block copy = *b; /* a thread cache's: ask it */
+    err = tcache_detach(&copy, false, b);
+    if (err != EAGAIN) return err;
+  }
+}
+
 /* keep: the block may go to a cache (hugepool_free); else it goes back to
  * the pool now (hp_free_to_pool). */
 static void free_block(void *ptr, bool keep) {
@@ -261,7 +273,16 @@ static void free_block(void *ptr, bool keep) {
   int saved = errno;
   hp_ensure_init();
   hp_block b, victims[HP_BATCH];
-  int busy = registry_remove_idle(ptr, &b);
+  hp_tcache *tc = tcache_self();
+  /* The fast path: a block this thread's cache handed out goes back to it;
+   * neither the registry nor any shared lock is touched. */
+  int own = tc && keep ? tcache_free_own(tc, ptr, &b) : 0;
+  if (own) {
+    if (own == 2) release_one(&b); /* over this process's share of the pool */
+    errno = saved;
+    return;
+  }
+  int busy = remove_live(ptr, &b);
   if (busy) {
     hp_warn("hugepool_free(%p): %s; ignored", ptr,
             busy == EBUSY ? "another thread is resizing this buffer" : "not a live hugepool buffer");
@@ -272,11 +293,14 @@ static void free_block(void *ptr, bool keep) {
   b.headroom = 0;               /* cached blocks (shared or thread caches) have none */
   size_t page = page_of((hugepool_kind)b.kind);
   bool may_cache = keep && (!page || share_may_cache(page));
-  hp_tcache *tc = tcache_self();
   if (tc && tcache_put_fast(tc, &b, may_cache)) {
     if (headroom) os_unmap((char *)b.addr + b.size, headroom);
     errno = saved;
     return;
+  }
+  if (page && may_cache && share_pool_low(page)) { /* the node needs its pages back */
+    may_cache = false;
+    release_for((hugepool_kind)b.kind, SIZE_MAX);
   }
   size_t n_victims = 0;
   pthread_mutex_lock(&hp_lock);
@@ -335,14 +359,24 @@ static int set_block(hp_block *b, void *arg) {
 
 int live_begin_resize(const void *addr, hp_block *out) {
   hp_ensure_init();
-  return registry_update(addr, mark_resizing, out); /* -1 with EINVAL or EBUSY */
+  for (;;) {
+    hp_block copy;
+    if (registry_update(addr, mark_resizing, out, &copy) == 0) return 0;
+    if (errno != EAGAIN) return -1;            /* EINVAL or EBUSY */
+    int err = tcache_detach(&copy, true, out); /* a thread cache handed it out */
+    if (err == 0) return 0;
+    if (err != EAGAIN) {
+      errno = err;
+      return -1;
+    }
+  }
 }
 
 void live_end_resize(const hp_block *was, const hp_block *now, hp_resize_outcome outcome) {
   hp_block b = *now, old;
   b.resizing = 0;
   if (b.addr == was->addr) {
-    (void)registry_update(b.addr, set_block, &b); /* in place: needs no memory */
+    (void)registry_update(b.addr, set_block, &b, &old); /* in place: needs no memory */
   } else {
     (void)registry_remove_resized(was->addr, &old);
     if (registry_insert(&b) != 0) /* the new address's stripe could not grow */

@@ -69,15 +69,15 @@ static void atfork_child(void) {
    * own buffers instead of reusing them. */
   hp_block batch[HP_BATCH];
   size_t n;
-  tcache_unlock_all(); /* tcache_drain takes each lock itself */
+  tcache_unlock_all();   /* tcache_drain takes each lock itself, and the */
+  registry_unlock_all(); /* registry's (this process has one thread now) */
   while ((n = cache_drain(batch, HP_BATCH)) > 0) drop_in_child(batch, n);
   while ((n = tcache_drain(HUGEPOOL_KIND_NONE, batch, HP_BATCH, NULL)) > 0) drop_in_child(batch, n);
-  tcache_child_orphan(); /* the other threads' caches lose their owners */
+  tcache_child_reset(); /* handed-out blocks become plain; other threads' caches lose their owners */
   /* Releases the parent's other threads had in flight do not happen here:
    * those mappings stay in the child, untracked, until it exits or execs. */
   release_forget_in_flight();
   fork_child_privatize();
-  registry_unlock_all();
   pthread_mutex_unlock(&hp_lock);
 }
 
@@ -181,7 +181,19 @@ void *hugepool_calloc(size_t count, size_t size) {
   return p;
 }
 
-static const hp_block *find_live(const void *ptr, hp_block *copy) { return registry_find(ptr, copy) ? copy : NULL; }
+/* The live block at ptr: this thread's own handed-out blocks first (no
+ * shared lock), then the registry, asking a thread cache about its entries. */
+static const hp_block *find_live(const void *ptr, hp_block *copy) {
+  hp_tcache *tc = tcache_self_if_any();
+  if (tc && tcache_find_own(tc, ptr, copy)) return copy;
+  for (;;) {
+    if (!registry_find(ptr, copy)) return NULL;
+    if (!copy->tc) return copy;
+    hp_block marked = *copy;
+    int rc = tcache_lookup(&marked, copy);
+    if (rc >= 0) return rc ? copy : NULL;
+  }
+}
 
 size_t hugepool_usable_size(const void *ptr) {
   hp_block b;

@@ -20,6 +20,7 @@ extern "C" {
 #define HP_1G ((size_t)1 << 30)
 
 /* ---- one mapping, live or cached -------------------------------------- */
+typedef struct hp_tcache hp_tcache;
 typedef struct hp_block {
   void *addr;
   size_t size;       /* mapped bytes, a multiple of the page size of `kind` */
@@ -29,6 +30,9 @@ typedef struct hp_block {
   int32_t node;      /* NUMA node the pages are bound to, or HUGEPOOL_ANY_NODE */
   uint32_t kind;     /* hugepool_kind */
   uint32_t resizing; /* live blocks: non-zero while realloc.c changes the mapping */
+  uint32_t tc_slot;  /* registry entries with tc: the thread-cache entry */
+  hp_tcache *tc;     /* registry entries: the thread cache that holds the block
+                        (cached or handed out from it; tcache.c), or NULL */
 } hp_block;
 
 /* ---- OS layer (os.c): the only file that makes system calls ----------
@@ -123,6 +127,8 @@ typedef enum hp_option_id {
   HP_OPT_THRESHOLD,
   HP_OPT_SMALL_HEAP,
   HP_OPT_FORK,
+  HP_OPT_MPI,
+  HP_OPT_MPI_WIN_SHARED,
   HP_OPT_COUNT
 } hp_option_id;
 
@@ -141,6 +147,7 @@ typedef struct hp_option_desc {
 
 enum { HP_STATS_OFF = 0, HP_STATS_TEXT_AT_EXIT = 1, HP_STATS_JSON_AT_EXIT = 2 };
 enum { HP_FORK_COPY = 0, HP_FORK_KEEP = 1 };
+enum { HP_MPI_AUTO = 0, HP_MPI_OFF = 1 };
 /* HUGEPOOL_POLICY's fourth choice, the preload's default: the core is strict
  * and quiet, and the preload gives a large request it refuses to glibc. */
 enum { HP_POLICY_FALLBACK = 3 };
@@ -223,20 +230,28 @@ extern HP_INTERNAL const char *hp_stats_policy_label;
  * Every live buffer, by start address.  Each call takes the lock of the
  * address's stripe itself: callers need not (and, for registry_update's fn,
  * must not) hold any other lock of the registry.  A block is in the registry
- * exactly while it is live: cached blocks are not. */
-HP_INTERNAL int registry_insert(const hp_block *b);                /* 0, or -1 with ENOMEM */
-HP_INTERNAL bool registry_remove(const void *addr, hp_block *out); /* false: not live */
-/* As registry_remove, unless the block is being resized: 0, EINVAL (not
- * live) or EBUSY (resizing; the block stays). */
+ * while it is live, and also while a thread cache holds it: such an entry
+ * has `tc` set and stays unchanged while its thread hands the block out and
+ * takes it back (the entry of the thread cache says which); the other
+ * functions below refuse it with EAGAIN, and tcache_detach() turns it into
+ * a plain entry or removes it.  Blocks in the shared cache are not here. */
+HP_INTERNAL int registry_insert(const hp_block *b); /* 0, or -1 with ENOMEM */
+/* Removes a plain live block: 0, EINVAL (not live), EBUSY (resizing; the
+ * block stays) or EAGAIN (a thread cache's entry: *out is a copy). */
 HP_INTERNAL int registry_remove_idle(const void *addr, hp_block *out);
 /* Removes the entry of a resize at addr (live_end_resize): a buffer moved
  * away may share its old address with a new buffer mapped there since. */
 HP_INTERNAL bool registry_remove_resized(const void *addr, hp_block *out);
 HP_INTERNAL bool registry_find(const void *addr, hp_block *out); /* copies the block */
-/* Runs fn on the live block at addr with its stripe locked (fn may change
- * any field but addr) and returns fn's result; -1 with EINVAL if not live.
- * This is how a resize marks a block as busy or records its new size. */
-HP_INTERNAL int registry_update(const void *addr, int (*fn)(hp_block *b, void *arg), void *arg);
+/* Runs fn on the plain live block at addr with its stripe locked (fn may
+ * change any field but addr) and returns fn's result; -1 with EINVAL if not
+ * live, EAGAIN (fn not run, *copy set) for a thread cache's entry.  This is
+ * how a resize marks a block as busy or records its new size. */
+HP_INTERNAL int registry_update(const void *addr, int (*fn)(hp_block *b, void *arg), void *arg, hp_block *copy);
+/* The thread-cache entry of b (same addr, tc and tc_slot): replaced by *b
+ * with tc cleared (keep) or removed.  Called by tcache.c with the thread
+ * cache's lock held.  false: no such entry. */
+HP_INTERNAL bool registry_detach(const hp_block *b, bool keep);
 /* fork: registry_walk visits every live block; hold registry_lock_all(). */
 HP_INTERNAL void registry_lock_all(void);
 HP_INTERNAL void registry_unlock_all(void);
@@ -274,21 +289,36 @@ HP_INTERNAL size_t cache_max_slots(void);
 HP_INTERNAL size_t cache_max_bytes(void);
 
 /* ---- thread caches (tcache.c) -------------------------------------------
- * Each thread keeps its last few freed blocks under its own lock; a hit or
- * a free within its leases touches no shared cache line.  tc_take/tc_put
- * are the fast paths (no other lock held); the rest run under hp_lock. */
-typedef struct hp_tcache hp_tcache;
+ * Each thread keeps its last few freed blocks under its own lock; a hit, and
+ * the free of a block handed out by the hit, touch nothing another thread
+ * touches: not the shared cache, not the registry (the block keeps its
+ * registry entry, marked, while the thread cache holds it).  The fast paths
+ * take no other lock; the functions marked "under hp_lock" need it. */
 /* Once, from init; on_thread_exit runs when a thread that used its cache
  * exits (it hands the cache back with tcache_retire). */
 HP_INTERNAL void tcache_init(void (*on_thread_exit)(hp_tcache *tc));
 /* The calling thread's cache, created (under hp_lock) on first use; NULL if
- * metadata cannot be had. */
+ * metadata cannot be had.  _if_any: NULL rather than create one. */
 HP_INTERNAL hp_tcache *tcache_self(void);
+HP_INTERNAL hp_tcache *tcache_self_if_any(void);
 /* Fast paths: counters of the hit or the free go into the thread's cache. */
-HP_INTERNAL bool tcache_take(hp_tcache *tc, size_t size, size_t requested, int node, hugepool_kind kind, hp_block *out);
-HP_INTERNAL void tcache_uncount(hp_tcache *tc, const hp_block *b); /* undoes a take's counters */
-/* Counts the free of `b` and caches it in an entry whose lease fits, if
- * may_cache; false if it was not cached (tcache_put_slow is next). */
+HP_INTERNAL bool tcache_take(hp_tcache *tc, size_t size, size_t requested, int node, hugepool_kind kind, void **out);
+/* The free of a block this cache handed out: 1 (cached again), 2 (it left
+ * the cache and its registry entry: *out is to be released, as the process
+ * maps more than its share of the pool), 0 (not one of this cache's). */
+HP_INTERNAL int tcache_free_own(hp_tcache *tc, const void *addr, hp_block *out);
+/* A live block this cache handed out, by address. */
+HP_INTERNAL bool tcache_find_own(hp_tcache *tc, const void *addr, hp_block *out);
+/* For a marked registry entry (copy): 1 and *out if the block is handed out
+ * (live), 0 if cached, -1 if the entry changed since (look again). */
+HP_INTERNAL int tcache_lookup(const hp_block *copy, hp_block *out);
+/* Takes the handed-out block of a marked registry entry away from its
+ * thread cache: *out becomes a plain live block (resizing: its registry
+ * entry stays, marked as being resized) or leaves the registry.  0; EINVAL:
+ * the block is cached (not live); EAGAIN: the entry changed since. */
+HP_INTERNAL int tcache_detach(const hp_block *copy, bool resizing, hp_block *out);
+/* Counts the free of plain block `b` and caches it in an entry whose lease
+ * fits, if may_cache; false if it was not cached (tcache_put_slow is next). */
 HP_INTERNAL bool tcache_put_fast(hp_tcache *tc, const hp_block *b, bool may_cache);
 /* Slow free, under hp_lock: takes a lease for `b` (evicting into victims[]
  * as cache_put does, oldest of this thread's own blocks included); false if
@@ -297,24 +327,27 @@ HP_INTERNAL bool tcache_put_slow(hp_tcache *tc, const hp_block *b, hp_block *vic
                                  size_t *n_victims);
 /* Under hp_lock: takes a matching block from any thread's cache. */
 HP_INTERNAL bool tcache_steal(size_t size, int node, hugepool_kind kind, hp_block *out);
-/* Under hp_lock: moves up to max blocks out of every thread cache (of
- * `kind`, or any with HUGEPOOL_KIND_NONE), returning their leases. */
+/* Under hp_lock: moves up to max cached blocks out of every thread cache
+ * (of `kind`, or any with HUGEPOOL_KIND_NONE), returning their leases. */
 HP_INTERNAL size_t tcache_drain(hugepool_kind kind, hp_block *out, size_t max, size_t *bytes_left);
 /* Under hp_lock: blocks cached by the threads, and of one kind. */
 HP_INTERNAL void tcache_totals(size_t *count, size_t *bytes);
 HP_INTERNAL size_t tcache_bytes_of_kind(hugepool_kind kind);
 /* Under hp_lock: adds every thread cache's counters to *st. */
 HP_INTERNAL void tcache_sum_stats(hugepool_stats *st);
-/* Under hp_lock: gives every lease back (the blocks move to the shared
- * cache, unchecked) before the limits change. */
+/* Under hp_lock: gives every lease back (cached blocks move to the shared
+ * cache, unchecked; handed-out ones become plain live blocks) before the
+ * limits change. */
 HP_INTERNAL void tcache_return_all(hp_block *victims, size_t max_victims, size_t *n_victims);
 /* Under hp_lock: the same for one exiting thread's cache, which loses its owner. */
 HP_INTERNAL void tcache_retire(hp_tcache *tc, hp_block *victims, size_t max_victims, size_t *n_victims);
-/* fork: lock every thread cache (after hp_lock), unlock; in the child the
- * caches of the threads that did not survive lose their owners. */
+/* fork: lock every thread cache (after hp_lock), unlock; in the child, once
+ * the cached blocks are drained, every cache is emptied (handed-out blocks
+ * become plain live blocks) and those of the threads that did not survive
+ * lose their owners. */
 HP_INTERNAL void tcache_lock_all(void);
 HP_INTERNAL void tcache_unlock_all(void);
-HP_INTERNAL void tcache_child_orphan(void);
+HP_INTERNAL void tcache_child_reset(void);
 
 /* ---- the node's pool, shared with other ranks (share.c) -----------------
  * A process's fair share of the pool: pool pages / ranks on the node. */
@@ -329,6 +362,10 @@ HP_INTERNAL void share_mapped(size_t page_size, long long delta);
 HP_INTERNAL bool share_may_cache(size_t page_size);
 /* Bytes of cache to give back before mapping `size` more. */
 HP_INTERNAL size_t share_excess(size_t page_size, size_t size);
+/* Slow paths only (at most one pool read every few ms): is the node's free
+ * pool of this page size low while other processes hold pages of it?  Then
+ * the caller gives back every cached block of that size. */
+HP_INTERNAL bool share_pool_low(size_t page_size);
 
 /* ---- live blocks, for realloc.c (alloc.c) ---------------------------- */
 /* Marks the live block at `addr` as being resized and copies it to *out.

@@ -50,6 +50,12 @@ static const hp_option_desc table[HP_OPT_COUNT] = {
                                  "preload only: also pack small allocations onto hugetlb pages"),
     [HP_OPT_FORK] = CHOICE("HUGEPOOL_FORK", HP_FORK_COPY, HP_FORK_COPY, "copy|keep", 0,
                            "`copy`: a child gets private copies of live buffers at `fork()`; `keep`: no copy"),
+    [HP_OPT_MPI] = CHOICE("HUGEPOOL_MPI", HP_MPI_AUTO, HP_MPI_AUTO, "auto|off", 0,
+                          "hugepool-run only: `auto` also preloads the MPI entry points (`MPI_Alloc_mem` on hugetlb "
+                          "pages; they do nothing in a program without MPI or with another MPI); `off`: not"),
+    [HP_OPT_MPI_WIN_SHARED] = CHOICE("HUGEPOOL_MPI_WIN_SHARED", 0, 0, "0|1", 0,
+                                     "MPI entry points: `1` puts `MPI_Win_allocate_shared` windows on node-shared "
+                                     "hugetlb segments"),
 };
 
 const hp_option_desc *option_desc(hp_option_id id) { return &table[id]; }

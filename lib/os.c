@@ -347,9 +347,12 @@ int os_move(void *from, size_t size, void *to) {
   /* A grown hugetlb buffer is several mappings (the kernel never merges two
    * hugetlb mappings), and kernels before 6.17 move one mapping per call;
    * worse, they unmap the destination before refusing a range of several.
-   * So the boundaries come first, from /proc/self/maps, a batch at a time
-   * (what has moved is no longer in the range: each batch starts afresh),
-   * and each mremap moves exactly one mapping. */
+   * So the boundaries come first, from /proc/self/maps, a batch at a time,
+   * and each mremap moves exactly one mapping.  Each batch starts where the
+   * last one ended, never at `from` again: the part already moved is free
+   * address space, and another thread's new mapping there is not ours to
+   * move (the buffer itself has no hole, so beyond that point only its own
+   * mappings lie). */
   bool moved_any = false;
   for (;;) {
     uintptr_t piece[64][2];
@@ -368,6 +371,8 @@ int os_move(void *from, size_t size, void *to) {
       }
       moved_any = true;
     }
+    lo = piece[n - 1][1];
+    if (n < 64 || lo >= hi) return 0;
   }
 torn:;
   /* Part of the buffer has moved and the rest cannot follow.  Moving the

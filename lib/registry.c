@@ -98,29 +98,24 @@ bool registry_find(const void *addr, hp_block *out) {
   return hit != NULL;
 }
 
-int registry_update(const void *addr, int (*fn)(hp_block *b, void *arg), void *arg) {
+int registry_update(const void *addr, int (*fn)(hp_block *b, void *arg), void *arg, hp_block *copy) {
   stripe *st = stripe_of(addr);
   hp_spin_lock(&st->lock);
   hp_block *hit = lookup(st, addr);
-  int rc = hit ? fn(hit, arg) : -1;
+  int rc = -1, err = EINVAL;
+  if (hit && hit->tc) {
+    *copy = *hit;
+    err = EAGAIN;
+  } else if (hit) {
+    rc = fn(hit, arg);
+    err = 0;
+  }
   hp_spin_unlock(&st->lock);
-  if (!hit) errno = EINVAL;
+  if (err) errno = err;
   return rc;
 }
 
 static void remove_hit(stripe *st, hp_block *hit);
-
-bool registry_remove(const void *addr, hp_block *out) {
-  stripe *st = stripe_of(addr);
-  hp_spin_lock(&st->lock);
-  hp_block *hit = lookup(st, addr);
-  if (hit) {
-    *out = *hit;
-    remove_hit(st, hit);
-  }
-  hp_spin_unlock(&st->lock);
-  return hit != NULL;
-}
 
 bool registry_remove_resized(const void *addr, hp_block *out) {
   stripe *st = stripe_of(addr);
@@ -138,13 +133,34 @@ int registry_remove_idle(const void *addr, hp_block *out) {
   stripe *st = stripe_of(addr);
   hp_spin_lock(&st->lock);
   hp_block *hit = lookup(st, addr);
-  int err = !hit ? EINVAL : hit->resizing ? EBUSY : 0;
-  if (!err) {
-    *out = *hit;
+  int err = !hit ? EINVAL : hit->resizing ? EBUSY : hit->tc ? EAGAIN : 0;
+  if (hit && (!err || err == EAGAIN)) *out = *hit;
+  if (!err) remove_hit(st, hit);
+  hp_spin_unlock(&st->lock);
+  return err;
+}
+
+bool registry_detach(const hp_block *b, bool keep) {
+  stripe *st = stripe_of(b->addr);
+  hp_spin_lock(&st->lock);
+  hp_block *hit = NULL;
+  for (size_t i = st->capacity ? slot_of(b->addr, st->capacity) : 0; st->capacity && st->table[i].addr;
+       i = (i + 1) & (st->capacity - 1)) {
+    hp_block *e = &st->table[i];
+    if (e->addr == b->addr && e->tc == b->tc && e->tc_slot == b->tc_slot) {
+      hit = e;
+      break;
+    }
+  }
+  if (hit && keep) {
+    *hit = *b;
+    hit->tc = NULL;
+    hit->tc_slot = 0;
+  } else if (hit) {
     remove_hit(st, hit);
   }
   hp_spin_unlock(&st->lock);
-  return err;
+  return hit != NULL;
 }
 
 static void remove_hit(stripe *st, hp_block *hit) {

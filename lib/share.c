@@ -19,6 +19,21 @@
  *     together never hold more than the pool.
  *  4. The pool size is re-read on that slow path at most once a millisecond
  *     (one sysfs read): a pool resized during the job is followed.
+ *  5. Whatever launched it, a process gives its cached pages back when the
+ *     node's free pool runs low: on the same slow paths (a miss that maps, a
+ *     free that the thread cache cannot take), at most once every
+ *     PRESSURE_MS, it reads the pool (nr_hugepages, free_hugepages,
+ *     resv_hugepages: three small sysfs reads).  Low means fewer free pages
+ *     than 1/16 of the free ones and those this process maps together (at
+ *     least one) while other processes hold pages of the pool (pool - free -
+ *     what this process maps > 0); then every cached block of that page
+ *     size goes back, from every thread's cache.  (Measured against what
+ *     this process could give back, not against the whole pool: pages a
+ *     long-running program elsewhere holds for good must not stop it from
+ *     caching.)  Cached
+ *     pages are in no one's use, and another process of the node may be about
+ *     to need them.  A process alone on its pool keeps its cache: a shortage
+ *     there is its own, and the ENOMEM retry gives back just what it needs.
  * A single process (one rank) keeps the plain limits: its share is the
  * whole pool. */
 #define _GNU_SOURCE
@@ -33,6 +48,15 @@ static long ranks = 1;
 static _Atomic size_t pool_bytes[2] = {SIZE_MAX, SIZE_MAX}; /* [0] 2 MB, [1] 1 GB pages */
 static _Atomic long long mapped[2];
 static _Atomic long long refreshed_ms[2];
+static _Atomic long long pressure_ms[2];
+
+#define PRESSURE_MS 5
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static int index_of(size_t page_size) { return page_size == HP_1G; }
 
@@ -64,9 +88,7 @@ long share_local_ranks(void) { return ranks; }
 void share_refresh(size_t page_size) {
   if (ranks == 1) return;
   int i = index_of(page_size);
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  long long now = now_ms();
   if (atomic_load_explicit(&refreshed_ms[i], memory_order_relaxed) == now) return;
   atomic_store_explicit(&refreshed_ms[i], now, memory_order_relaxed);
   long total = os_pool_total(page_size, -1);
@@ -95,4 +117,17 @@ size_t share_excess(size_t page_size, size_t size) {
   long long m = atomic_load_explicit(&mapped[i], memory_order_relaxed);
   size_t want = (m > 0 ? (size_t)m : 0) + size, share = share_of(i);
   return want > share ? want - share : 0;
+}
+
+bool share_pool_low(size_t page_size) {
+  int i = index_of(page_size);
+  long long now = now_ms(), last = atomic_load_explicit(&pressure_ms[i], memory_order_relaxed);
+  if (now - last < PRESSURE_MS && now >= last) return false;
+  atomic_store_explicit(&pressure_ms[i], now, memory_order_relaxed);
+  long total = os_pool_total(page_size, -1), avail = os_pool_available(page_size, -1);
+  if (total <= 0 || avail < 0) return false;
+  long long own = atomic_load_explicit(&mapped[i], memory_order_relaxed) / (long long)page_size;
+  if (own < 0) own = 0;
+  long long low = (avail + own) / 16 > 1 ? (avail + own) / 16 : 1;
+  return avail < low && (long long)total - avail - own > 0;
 }

@@ -7,6 +7,15 @@
  * thread writes in the common case, so a hit or a free touches nothing
  * another thread touches (the registry is striped for the same reason).
  *
+ * A block a thread cache holds keeps its entry in the registry of live
+ * buffers (marked with the cache and the entry), whether it is cached or
+ * handed out: a hit and the owner's free of the block it handed out change
+ * the thread cache's entry alone, never the registry.  Another thread that
+ * frees, resizes or asks about such a block finds the mark in the registry
+ * and asks the thread cache (tcache_detach, tcache_lookup); a block that
+ * leaves a thread cache for good (stolen, drained, evicted, freed by another
+ * thread, resized) leaves with its mark.
+ *
  * Limits stay exact through leases: an entry holds room in the cache's
  * limits (cache_lease) for one block, whether the block is there or handed
  * out, so a thread that frees what it allocated refills the entry without
@@ -18,6 +27,7 @@
  * lock alone.  Another thread takes a cache's lock to steal a block, to
  * drain it (trim, reclaim, fork) or to read its counters. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -26,10 +36,13 @@
 
 #define ENTRIES 4
 
+enum { EMPTY, CACHED, OUT }; /* OUT: handed out, live, still marked in the registry */
+
 typedef struct tc_entry {
-  hp_block b;   /* b.addr == NULL: empty */
-  size_t lease; /* bytes of room held in the cache's limits, 0: none */
-  uint64_t age; /* when b was put here, for the oldest-first victim */
+  hp_block b;     /* CACHED, OUT: the block (OUT: with the caller's requested size) */
+  size_t lease;   /* bytes of room held in the cache's limits, 0: none */
+  uint64_t age;   /* when b was put here, for the oldest-first victim */
+  uint32_t state; /* EMPTY, CACHED or OUT */
 } tc_entry;
 
 struct hp_tcache {
@@ -80,8 +93,30 @@ hp_tcache *tcache_self(void) {
   return tc;
 }
 
-static bool matches(const hp_block *s, size_t size, int node, hugepool_kind kind) {
-  return s->addr && s->size == size && s->kind == kind && (node == HUGEPOOL_ANY_NODE || s->node == node);
+hp_tcache *tcache_self_if_any(void) { return self; }
+
+static bool matches(const tc_entry *e, size_t size, int node, hugepool_kind kind) {
+  const hp_block *s = &e->b;
+  return e->state == CACHED && s->size == size && s->kind == kind && (node == HUGEPOOL_ANY_NODE || s->node == node);
+}
+
+/* The block as the registry marks it. */
+static hp_block marked(hp_tcache *tc, tc_entry *e) {
+  hp_block b = e->b;
+  b.tc = tc;
+  b.tc_slot = (uint32_t)(e - tc->e);
+  return b;
+}
+
+/* The block of e leaves this cache: its registry entry goes, or (keep)
+ * becomes a plain live entry equal to *plain.  The lease stays with e. */
+static void unmark(hp_tcache *tc, tc_entry *e, bool keep, const hp_block *plain) {
+  hp_block b = keep ? *plain : e->b;
+  b.tc = tc;
+  b.tc_slot = (uint32_t)(e - tc->e);
+  (void)registry_detach(&b, keep);
+  e->b.addr = NULL;
+  e->state = EMPTY;
 }
 
 static void count_alloc(hugepool_stats *st, const hp_block *b) {
@@ -95,36 +130,6 @@ static void count_alloc(hugepool_stats *st, const hp_block *b) {
   if (b->kind == HUGEPOOL_KIND_SMALL) st->fallbacks_small++;
 }
 
-bool tcache_take(hp_tcache *tc, size_t size, size_t requested, int node, hugepool_kind kind, hp_block *out) {
-  hp_spin_lock(&tc->lock);
-  for (size_t i = 0; i < ENTRIES; i++) {
-    if (matches(&tc->e[i].b, size, node, kind)) {
-      *out = tc->e[i].b;
-      out->requested = requested;
-      tc->e[i].b.addr = NULL; /* the lease stays: the free refills it */
-      count_alloc(&tc->delta, out);
-      hp_spin_unlock(&tc->lock);
-      return true;
-    }
-  }
-  hp_spin_unlock(&tc->lock);
-  return false;
-}
-
-void tcache_uncount(hp_tcache *tc, const hp_block *b) {
-  hp_spin_lock(&tc->lock);
-  hugepool_stats *st = &tc->delta;
-  st->allocs--;
-  st->cache_hits--;
-  st->live_buffers--;
-  st->bytes_live -= b->size;
-  st->bytes_requested -= b->requested;
-  st->bytes_slack -= b->size - b->requested;
-  if (b->kind == HUGEPOOL_KIND_THP) st->fallbacks_thp--;
-  if (b->kind == HUGEPOOL_KIND_SMALL) st->fallbacks_small--;
-  hp_spin_unlock(&tc->lock);
-}
-
 static void count_free(hugepool_stats *st, const hp_block *b) {
   st->frees++;
   st->live_buffers--;
@@ -133,17 +138,111 @@ static void count_free(hugepool_stats *st, const hp_block *b) {
   st->bytes_slack -= b->size - b->requested;
 }
 
+bool tcache_take(hp_tcache *tc, size_t size, size_t requested, int node, hugepool_kind kind, void **out) {
+  hp_spin_lock(&tc->lock);
+  for (size_t i = 0; i < ENTRIES; i++) {
+    tc_entry *e = &tc->e[i];
+    if (matches(e, size, node, kind)) {
+      e->state = OUT; /* the registry entry stays as it is */
+      e->b.requested = requested;
+      count_alloc(&tc->delta, &e->b);
+      *out = e->b.addr;
+      hp_spin_unlock(&tc->lock);
+      return true;
+    }
+  }
+  hp_spin_unlock(&tc->lock);
+  return false;
+}
+
+int tcache_free_own(hp_tcache *tc, const void *addr, hp_block *out) {
+  hp_spin_lock(&tc->lock);
+  for (size_t i = 0; i < ENTRIES; i++) {
+    tc_entry *e = &tc->e[i];
+    if (e->state != OUT || e->b.addr != addr) continue;
+    count_free(&tc->delta, &e->b);
+    size_t page = e->b.kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : e->b.kind == HUGEPOOL_KIND_HUGE_2M ? HP_2M : 0;
+    bool may_cache = !page || share_may_cache(page);
+    e->b.requested = 0;
+    if (may_cache) {
+      e->state = CACHED;
+      e->age = ++tc->clock;
+      hp_spin_unlock(&tc->lock);
+      return 1;
+    }
+    *out = e->b;
+    unmark(tc, e, false, NULL);
+    hp_spin_unlock(&tc->lock);
+    return 2;
+  }
+  hp_spin_unlock(&tc->lock);
+  return 0;
+}
+
+bool tcache_find_own(hp_tcache *tc, const void *addr, hp_block *out) {
+  bool found = false;
+  hp_spin_lock(&tc->lock);
+  for (size_t i = 0; i < ENTRIES && !found; i++) {
+    if (tc->e[i].state == OUT && tc->e[i].b.addr == addr) {
+      *out = tc->e[i].b;
+      found = true;
+    }
+  }
+  hp_spin_unlock(&tc->lock);
+  return found;
+}
+
+int tcache_lookup(const hp_block *copy, hp_block *out) {
+  hp_tcache *tc = copy->tc;
+  tc_entry *e = &tc->e[copy->tc_slot % ENTRIES];
+  hp_spin_lock(&tc->lock);
+  int rc = e->b.addr != copy->addr ? -1 : e->state == OUT ? 1 : 0;
+  if (rc == 1) *out = e->b;
+  hp_spin_unlock(&tc->lock);
+  return rc;
+}
+
+int tcache_detach(const hp_block *copy, bool resizing, hp_block *out) {
+  hp_tcache *tc = copy->tc;
+  tc_entry *e = &tc->e[copy->tc_slot % ENTRIES];
+  hp_spin_lock(&tc->lock);
+  int err = e->b.addr != copy->addr ? EAGAIN : e->state == OUT ? 0 : EINVAL;
+  if (!err) {
+    *out = e->b;
+    out->resizing = resizing;
+    unmark(tc, e, resizing, out); /* the lease stays: the owner's next free refills it */
+  }
+  hp_spin_unlock(&tc->lock);
+  return err;
+}
+
+/* Caches plain block b in e (which the caller made EMPTY, with a lease that
+ * fits): its registry entry comes back, marked.  false: no metadata. */
+static bool place(hp_tcache *tc, tc_entry *e, const hp_block *b) {
+  e->b = *b;
+  e->b.requested = 0;
+  e->b.headroom = 0;
+  e->b.resizing = 0;
+  hp_block m = marked(tc, e);
+  m.tc_slot = (uint32_t)(e - tc->e);
+  if (registry_insert(&m) != 0) {
+    e->b.addr = NULL;
+    return false;
+  }
+  e->state = CACHED;
+  e->age = ++tc->clock;
+  return true;
+}
+
 bool tcache_put_fast(hp_tcache *tc, const hp_block *b, bool may_cache) {
   hp_spin_lock(&tc->lock);
   count_free(&tc->delta, b);
   for (size_t i = 0; may_cache && i < ENTRIES; i++) {
     tc_entry *e = &tc->e[i];
-    if (!e->b.addr && e->lease >= b->size) {
-      e->b = *b;
-      e->b.requested = 0;
-      e->age = ++tc->clock;
+    if (e->state == EMPTY && e->lease >= b->size) {
+      bool ok = place(tc, e, b);
       hp_spin_unlock(&tc->lock);
-      return true;
+      return ok;
     }
   }
   hp_spin_unlock(&tc->lock);
@@ -155,12 +254,12 @@ static void drop_lease(tc_entry *e) {
   e->lease = 0;
 }
 
-/* The oldest occupied entry other than `skip`, or NULL. */
+/* The oldest cached entry other than `skip`, or NULL. */
 static tc_entry *oldest(hp_tcache *tc, const tc_entry *skip) {
   tc_entry *best = NULL;
   for (size_t i = 0; i < ENTRIES; i++) {
     tc_entry *e = &tc->e[i];
-    if (e != skip && e->b.addr && (!best || e->age < best->age)) best = e;
+    if (e != skip && e->state == CACHED && (!best || e->age < best->age)) best = e;
   }
   return best;
 }
@@ -171,26 +270,32 @@ bool tcache_put_slow(hp_tcache *tc, const hp_block *b, hp_block *victims, size_t
   hp_spin_lock(&tc->lock);
   tc_entry *slot = NULL;
   for (size_t i = 0; i < ENTRIES && !slot; i++) {
-    if (!tc->e[i].b.addr) slot = &tc->e[i];
+    if (tc->e[i].state == EMPTY) slot = &tc->e[i];
   }
   if (!slot) {
-    /* Every entry is in use: the oldest block moves to the shared cache (its
-     * lease becomes that cache's slot, the totals do not change), and the
-     * block freed now - the likelier to be wanted next - takes its place. */
+    /* No entry is empty: the oldest cached block moves to the shared cache
+     * (its lease becomes that cache's slot, the totals do not change), and
+     * the block freed now - the likelier to be wanted next - takes its
+     * place.  Entries whose blocks are handed out keep them. */
     slot = oldest(tc, NULL);
+    if (!slot) {
+      hp_spin_unlock(&tc->lock);
+      return false;
+    }
+    hp_block moved = slot->b;
+    unmark(tc, slot, false, NULL);
     drop_lease(slot);
-    cache_add_unchecked(&slot->b, victims, max_victims, n_victims);
-    slot->b.addr = NULL;
+    cache_add_unchecked(&moved, victims, max_victims, n_victims);
   }
   drop_lease(slot); /* too small for b */
   /* Unused leases of this thread go back first: they hold room, no memory. */
   for (size_t i = 0; i < ENTRIES; i++) {
-    if (!tc->e[i].b.addr) drop_lease(&tc->e[i]);
+    if (tc->e[i].state == EMPTY) drop_lease(&tc->e[i]);
   }
   /* Evicting this thread's own blocks is worth it only if they free enough. */
   size_t own_n = 0, own_bytes = 0;
   for (size_t i = 0; i < ENTRIES; i++) {
-    if (tc->e[i].b.addr) {
+    if (tc->e[i].state == CACHED) {
       own_n++;
       own_bytes += tc->e[i].lease;
     }
@@ -201,18 +306,17 @@ bool tcache_put_slow(hp_tcache *tc, const hp_block *b, hp_block *victims, size_t
     if (cache_lease(b->size, victims + *n_victims, max_victims - *n_victims, &k)) {
       *n_victims += k;
       slot->lease = b->size;
-      slot->b = *b;
-      slot->b.requested = 0;
-      slot->age = ++tc->clock;
+      bool ok = place(tc, slot, b);
+      if (!ok) drop_lease(slot);
       hp_spin_unlock(&tc->lock);
-      return true;
+      return ok;
     }
     /* The limits are held by this thread's own blocks: its oldest goes,
      * as the oldest cached block would in the shared cache. */
     tc_entry *victim = may_evict_own ? oldest(tc, slot) : NULL;
     if (!victim || *n_victims + 1 >= max_victims) break;
     victims[(*n_victims)++] = victim->b;
-    victim->b.addr = NULL;
+    unmark(tc, victim, false, NULL);
     drop_lease(victim);
   }
   hp_spin_unlock(&tc->lock);
@@ -224,9 +328,9 @@ bool tcache_steal(size_t size, int node, hugepool_kind kind, hp_block *out) {
     hp_spin_lock(&tc->lock);
     for (size_t i = 0; i < ENTRIES; i++) {
       tc_entry *e = &tc->e[i];
-      if (matches(&e->b, size, node, kind)) {
+      if (matches(e, size, node, kind)) {
         *out = e->b;
-        e->b.addr = NULL;
+        unmark(tc, e, false, NULL);
         drop_lease(e);
         hp_spin_unlock(&tc->lock);
         return true;
@@ -243,10 +347,10 @@ size_t tcache_drain(hugepool_kind kind, hp_block *out, size_t max, size_t *bytes
     hp_spin_lock(&tc->lock);
     for (size_t i = 0; i < ENTRIES && n < max && (!bytes_left || *bytes_left > 0); i++) {
       tc_entry *e = &tc->e[i];
-      if (!e->b.addr || (kind != HUGEPOOL_KIND_NONE && e->b.kind != kind)) continue;
+      if (e->state != CACHED || (kind != HUGEPOOL_KIND_NONE && e->b.kind != kind)) continue;
       out[n++] = e->b;
       if (bytes_left) *bytes_left = *bytes_left > e->b.size ? *bytes_left - e->b.size : 0;
-      e->b.addr = NULL;
+      unmark(tc, e, false, NULL);
       drop_lease(e);
     }
     hp_spin_unlock(&tc->lock);
@@ -259,7 +363,7 @@ void tcache_totals(size_t *count, size_t *bytes) {
   for (hp_tcache *tc = caches; tc; tc = tc->next) {
     hp_spin_lock(&tc->lock);
     for (size_t i = 0; i < ENTRIES; i++) {
-      if (!tc->e[i].b.addr) continue;
+      if (tc->e[i].state != CACHED) continue;
       (*count)++;
       *bytes += tc->e[i].b.size;
     }
@@ -272,7 +376,7 @@ size_t tcache_bytes_of_kind(hugepool_kind kind) {
   for (hp_tcache *tc = caches; tc; tc = tc->next) {
     hp_spin_lock(&tc->lock);
     for (size_t i = 0; i < ENTRIES; i++) {
-      if (tc->e[i].b.addr && tc->e[i].b.kind == kind) bytes += tc->e[i].b.size;
+      if (tc->e[i].state == CACHED && tc->e[i].b.kind == kind) bytes += tc->e[i].b.size;
     }
     hp_spin_unlock(&tc->lock);
   }
@@ -289,11 +393,20 @@ void tcache_sum_stats(hugepool_stats *st) {
   }
 }
 
+/* Empties a cache: cached blocks go to the shared cache (or, with no
+ * victims array, are forgotten: the fork child drains them first), handed-out
+ * ones become plain live blocks, leases go back. */
 static void return_one(hp_tcache *tc, hp_block *victims, size_t max_victims, size_t *n_victims) {
   for (size_t i = 0; i < ENTRIES; i++) {
     tc_entry *e = &tc->e[i];
-    if (e->b.addr) cache_add_unchecked(&e->b, victims, max_victims, n_victims);
-    e->b.addr = NULL;
+    if (e->state == CACHED) {
+      hp_block b = e->b;
+      unmark(tc, e, false, NULL);
+      if (victims) cache_add_unchecked(&b, victims, max_victims, n_victims);
+    } else if (e->state == OUT) {
+      hp_block b = e->b;
+      unmark(tc, e, true, &b);
+    }
     drop_lease(e);
   }
 }
@@ -321,6 +434,9 @@ void tcache_unlock_all(void) {
   for (hp_tcache *tc = caches; tc; tc = tc->next) hp_spin_unlock(&tc->lock);
 }
 
-void tcache_child_orphan(void) {
-  for (hp_tcache *tc = caches; tc; tc = tc->next) tc->owned = tc == self;
+void tcache_child_reset(void) {
+  for (hp_tcache *tc = caches; tc; tc = tc->next) {
+    return_one(tc, NULL, 0, NULL);
+    tc->owned = tc == self;
+  }
 }

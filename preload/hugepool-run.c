@@ -1,5 +1,8 @@
 /* hugepool-run: runs an unmodified program with its large allocations on
- * hugetlb pages (libhugepool_preload.so).  See preload/README.md.
+ * hugetlb pages (libhugepool_preload.so) and, unless --mpi off, its
+ * MPI_Alloc_mem memory too (libhugepool_mpi_preload.so, preloaded into
+ * every program: it does nothing where MPI is absent, and serves a program
+ * that loads MPI late as one linked with it).  See preload/README.md.
  *   mpiexec -n 64 hugepool-run --stats-file 'hp.%r.txt' -- ./app args
  *
  * Each option sets one HUGEPOOL_* variable.  Their names, defaults, accepted
@@ -40,6 +43,8 @@ static const flag flags[] = {
     {"    --page-size SIZE", "page-size", NULL, HP_OPT_PAGE_SIZE, 0, true},
     {"    --cache-slots N", "cache-slots", NULL, HP_OPT_CACHE_SLOTS, 0, true},
     {"    --cache-bytes SIZE", "cache-bytes", NULL, HP_OPT_CACHE_BYTES, 0, true},
+    {"    --mpi MODE", "mpi", NULL, HP_OPT_MPI, 0, true},
+    {"    --mpi-win-shared", "mpi-win-shared", "1", HP_OPT_MPI_WIN_SHARED, 0, false},
     {"-q, --quiet", "quiet", "0", HP_OPT_WARN, 'q', false},
 };
 #define N_FLAGS (sizeof(flags) / sizeof(flags[0]))
@@ -73,7 +78,8 @@ static void usage(void) {
   printf("usage: hugepool-run [options] [--] program [args...]\n\n"
          "Runs `program` with libhugepool_preload.so: malloc requests at or above the\n"
          "threshold get memory on hugetlb pages (cached and reused), the rest are\n"
-         "served by glibc as before.\n\n"
+         "served by glibc as before.  In an MPI program (MPICH's ABI), MPI_Alloc_mem\n"
+         "memory is on hugetlb pages too (--mpi off: not).\n\n"
          "options (each sets the variable named; options win over the environment):\n");
   for (size_t i = 0; i < N_FLAGS; i++) {
     const flag *f = &flags[i];
@@ -178,34 +184,78 @@ static int parse_command_line(int argc, char **argv) {
   return i;
 }
 
-/* The interposer: beside an installed copy (its place relative to this
- * program, so an installed tree can be moved), else where it was built or
- * installed to. */
-static const char *interposer_path(void) {
-#ifdef HUGEPOOL_PRELOAD_LIB_FROM_BIN
-  static char path[4096];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (n > 0) {
-    path[n] = '\0';
-    char *slash = strrchr(path, '/');
-    size_t used = slash ? (size_t)(slash - path) + 1 : 0;
-    int m = snprintf(path + used, sizeof(path) - used, "%s", HUGEPOOL_PRELOAD_LIB_FROM_BIN);
-    if (slash && m > 0 && (size_t)m < sizeof(path) - used && access(path, R_OK) == 0) return path;
+/* A library of ours: HUGEPOOL_<variable> if set, else beside an installed
+ * copy (its place relative to this program, so an installed tree can be
+ * moved), else where it was built or installed to. */
+typedef char path_buf[4096];
+static const char *library_path(const char *variable, const char *from_bin, const char *built, path_buf buf) {
+  const char *set = getenv(variable);
+  if (set && *set) return set;
+  if (from_bin) {
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof(path_buf) - 1);
+    if (n > 0) {
+      buf[n] = '\0';
+      char *slash = strrchr(buf, '/');
+      size_t used = slash ? (size_t)(slash - buf) + 1 : 0;
+      int m = snprintf(buf + used, sizeof(path_buf) - used, "%s", from_bin);
+      if (slash && m > 0 && (size_t)m < sizeof(path_buf) - used && access(buf, R_OK) == 0) return buf;
+    }
   }
+  return built;
+}
+
+#ifndef HUGEPOOL_PRELOAD_LIB_FROM_BIN
+#define HUGEPOOL_PRELOAD_LIB_FROM_BIN NULL
 #endif
-  return HUGEPOOL_PRELOAD_LIB;
+#ifndef HUGEPOOL_MPI_PRELOAD_LIB_FROM_BIN
+#define HUGEPOOL_MPI_PRELOAD_LIB_FROM_BIN NULL
+#endif
+#ifndef HUGEPOOL_MPI_PRELOAD_LIB
+#define HUGEPOOL_MPI_PRELOAD_LIB NULL /* built without MPI */
+#endif
+
+/* The MPI entry points to preload after the interposer, or NULL: --mpi off
+ * (HUGEPOOL_MPI=off), or not built.  A missing library is said once: the
+ * program still runs, with MPI's own MPI_Alloc_mem. */
+static const char *mpi_library(void) {
+  const char *mode = getenv(option_desc(HP_OPT_MPI)->name);
+  long long value = HP_MPI_AUTO;
+  char expected[64];
+  if (mode && option_parse(HP_OPT_MPI, mode, true, &value, expected, sizeof(expected)) != 0) {
+    die("bad value '%s' for HUGEPOOL_MPI (expected %s)", mode, expected);
+  }
+  if (value == HP_MPI_OFF) return NULL;
+  static path_buf buf;
+  const char *lib =
+      library_path("HUGEPOOL_MPI_PRELOAD_LIB", HUGEPOOL_MPI_PRELOAD_LIB_FROM_BIN, HUGEPOOL_MPI_PRELOAD_LIB, buf);
+  if (!lib) return NULL;
+  if (access(lib, R_OK) != 0) {
+    const char *warn = getenv(option_desc(HP_OPT_WARN)->name);
+    if (!warn || strcmp(warn, "0") != 0) {
+      (void)fprintf(stderr,
+                    "hugepool-run: no MPI entry points at %s: MPI_Alloc_mem stays MPI's own "
+                    "(set HUGEPOOL_MPI_PRELOAD_LIB, or --mpi off)\n",
+                    lib);
+    }
+    return NULL;
+  }
+  return lib;
 }
 
 int main(int argc, char **argv) {
   int first = parse_command_line(argc, argv);
   if (first >= argc) die("no program given");
-  const char *lib = getenv("HUGEPOOL_PRELOAD_LIB");
-  if (!lib || !*lib) lib = interposer_path();
+  static path_buf buf;
+  const char *lib = library_path("HUGEPOOL_PRELOAD_LIB", HUGEPOOL_PRELOAD_LIB_FROM_BIN, HUGEPOOL_PRELOAD_LIB, buf);
   if (access(lib, R_OK) != 0) die("cannot find the interposer at %s (set HUGEPOOL_PRELOAD_LIB)", lib);
+  const char *mpi = mpi_library();
 
+  /* The interposer first (the MPI entry points call into it), then the MPI
+   * entry points, then what was there. */
   const char *old = getenv("LD_PRELOAD");
   char *preload = NULL;
-  if (asprintf(&preload, "%s%s%s", lib, old && *old ? " " : "", old && *old ? old : "") < 0) {
+  if (asprintf(&preload, "%s%s%s%s%s", lib, mpi ? " " : "", mpi ? mpi : "", old && *old ? " " : "",
+               old && *old ? old : "") < 0) {
     die("out of memory");
   }
   if (setenv("UCX_MEM_MALLOC_HOOKS", "n", 1) != 0 || setenv("UCX_MEM_MALLOC_RELOC", "n", 1) != 0 ||

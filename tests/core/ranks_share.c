@@ -7,7 +7,11 @@
  *   {"rank": r, "steps": n, "fallbacks": f, "failures": x, "not_huge": k,
  *    "ms": t, "hugetlb_kb_end": h}
  * and exits 1 if any rank fell back, failed or saw a buffer off hugetlb.
- *   mpiexec -n 4 ranks-share [STEPS] */
+ * With "malloc", the buffers come from malloc/free (the peers: glibc,
+ * jemalloc, mimalloc, libhugetlbfs, or hugepool-run's preload); a buffer
+ * off 2 MB hugetlb pages per smaps (checked every 16th step) counts in
+ * not_huge, a NULL in failures.
+ *   mpiexec -n 4 ranks-share [STEPS [malloc]] */
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <stdio.h>
@@ -17,7 +21,7 @@
 
 #include "hugepool/hugepool.h"
 
-/* KernelPageSize (kB) of the mapping that starts at addr, or -1. */
+/* KernelPageSize (kB) of the mapping that holds addr, or -1. */
 static long kernel_page_kb(const void *addr) {
   FILE *f = fopen("/proc/self/smaps", "r");
   if (!f) return -1;
@@ -28,7 +32,7 @@ static long kernel_page_kb(const void *addr) {
   while (fgets(line, sizeof(line), f)) {
     unsigned long lo, hi;
     if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) { /* a mapping's first line */
-      in = lo == want;
+      in = lo <= want && want < hi;
       continue;
     }
     if (in && sscanf(line, "KernelPageSize: %ld kB", &kb) == 1) break;
@@ -55,6 +59,8 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   long steps = argc > 1 ? atol(argv[1]) : 200;
+  int use_malloc = argc > 2 && strcmp(argv[2], "malloc") == 0;
+  unsigned long long null_bufs = 0;
   long mine = rank == 0 ? steps / 4 : steps;
   unsigned seed = 1234u + (unsigned)rank * 7919u;
   long not_huge = 0;
@@ -66,22 +72,30 @@ int main(int argc, char **argv) {
     size_t len[3], total = 0;
     for (int i = 0; i < 3; i++) {
       len[i] = (size_t)(1 + rand_r(&seed) % 4) * (2u << 20); /* 2, 4, 6 or 8 MB: at most 24 MB */
-      buf[i] = hugepool_alloc(len[i]);
+      buf[i] = use_malloc ? malloc(len[i]) : hugepool_alloc(len[i]);
       if (buf[i]) memset(buf[i], (int)s, len[i]);
+      if (!buf[i]) null_bufs++;
       total += len[i];
     }
     for (int i = 0; i < 3; i++) {
       if (buf[i] && (s % 16 == 0) && kernel_page_kb(buf[i]) != 2048) not_huge++;
-      if (buf[i] && hugepool_kind_of(buf[i]) != HUGEPOOL_KIND_HUGE_2M) not_huge++;
+      if (buf[i] && !use_malloc && hugepool_kind_of(buf[i]) != HUGEPOOL_KIND_HUGE_2M) not_huge++;
     }
     (void)total;
     int order = rand_r(&seed) % 3;
-    for (int i = 0; i < 3; i++) hugepool_free(buf[(i + order) % 3]);
+    for (int i = 0; i < 3; i++) {
+      if (use_malloc)
+        free(buf[(i + order) % 3]);
+      else
+        hugepool_free(buf[(i + order) % 3]);
+    }
   }
   clock_gettime(CLOCK_MONOTONIC, &t1);
   long end_kb = hugetlb_kb();
   hugepool_stats st;
-  hugepool_get_stats(&st);
+  memset(&st, 0, sizeof(st));
+  if (!use_malloc) hugepool_get_stats(&st);
+  st.failures += use_malloc ? null_bufs : 0;
   double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
   MPI_Barrier(MPI_COMM_WORLD); /* rank 0 waits here, its cache as it left it */
   printf(

@@ -1,5 +1,8 @@
 // The cache: a hit reuses the very mapping with no new page; eviction, trim
 // and the caps give pages back to the kernel's pool.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstring>
@@ -223,4 +226,76 @@ TEST_CASE("a short pool takes back only as many cached buffers as the request ne
   CHECK(kv::huge_available() == 1);  // its 2 pages went back, the request took 1
   hugepool_free(p);
   hugepool_trim();
+}
+
+// Two processes on one pool, neither an MPI rank.  A caches nearly the whole
+// pool; B then takes the last free pages, and the pool is low (no free page,
+// against the 18 A could give back).  On A's next
+// allocator call that maps, A gives its cached pages back, so B's next
+// request is served on 2 MB pages.  Checked from the kernel's view
+// (meminfo's free pool, B's smaps); before the pressure check A gave back only
+// the page it needed and B's request failed.
+TEST_CASE("a process gives its cached pages back when the node's free pool runs low", "[cache][pressure]") {
+  kv::PoolGuard pool(20);
+  fresh_state();
+  int to_b[2], to_a[2];
+  REQUIRE(pipe(to_b) == 0);
+  REQUIRE(pipe(to_a) == 0);
+  pid_t b = fork();
+  REQUIRE(b >= 0);
+  if (b == 0) {  // B: a separate process with its own hugepool state
+    char c = 0;
+    int rc = 0;
+    if (read(to_b[0], &c, 1) != 1) _exit(10);
+    void *first = hugepool_alloc(4 * MiB);  // the last two free pages
+    if (!first) _exit(11);
+    std::memset(first, 1, 4 * MiB);
+    if (write(to_a[1], "b", 1) != 1) _exit(12);
+    if (read(to_b[0], &c, 1) != 1) _exit(13);
+    void *more = hugepool_alloc(16 * MiB);  // needs what A cached
+    if (!more)
+      rc = 20;
+    else {
+      std::memset(more, 2, 16 * MiB);
+      if (kv::smaps_of(more).field("KernelPageSize") != 2048) rc = 21;
+      hugepool_free(more);
+    }
+    hugepool_free(first);
+    hugepool_trim();
+    _exit(rc);
+  }
+  const long long avail0 = kv::huge_available();
+  REQUIRE(avail0 == 20);
+  std::vector<void *> mine;
+  for (int i = 0; i < 9; i++) {  // 18 pages, written, then cached
+    void *p = hugepool_alloc(4 * MiB);
+    REQUIRE(p != nullptr);
+    std::memset(p, 3, 4 * MiB);
+    mine.push_back(p);
+  }
+  for (void *p : mine) hugepool_free(p);
+  hugepool_stats st;
+  hugepool_get_stats(&st);
+  CHECK(st.bytes_cached == 36 * MiB);
+  CHECK(kv::huge_available() == 2);
+  REQUIRE(write(to_b[1], "g", 1) == 1);  // B takes the last two pages
+  char c = 0;
+  REQUIRE(read(to_a[0], &c, 1) == 1);
+  CHECK(kv::huge_available() == 0);
+  usleep(20000);                          // past the rate limit of the pool reads
+  void *small = hugepool_alloc(2 * MiB);  // A's next call: a miss, so it maps
+  REQUIRE(small != nullptr);
+  CHECK(kv::huge_available() == 17);  // 18 cached pages back, one new page mapped
+  hugepool_get_stats(&st);
+  CHECK(st.bytes_cached == 0);
+  REQUIRE(write(to_b[1], "g", 1) == 1);  // B needs 8 pages now
+  int status = 0;
+  REQUIRE(waitpid(b, &status, 0) == b);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  hugepool_free(small);
+  hugepool_trim();
+  CHECK(kv::huge_available() == avail0);
+  for (int fd : {to_b[0], to_b[1], to_a[0], to_a[1]}) close(fd);
+  fresh_state();
 }

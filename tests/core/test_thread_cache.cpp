@@ -73,6 +73,60 @@ TEST_CASE("a buffer in a live thread's cache is found by another thread", "[thre
   fresh_state();
 }
 
+// A hit leaves the buffer's entry in the live table marked as the thread
+// cache's; another thread must still see it as live, resize it, free it,
+// and a second free of it must be refused.  Checked from smaps and meminfo.
+TEST_CASE("a buffer a thread's cache handed out is owned, resized and freed by another thread", "[threads][cache]") {
+  kv::PoolGuard pool(8);
+  fresh_state();
+  const long long avail0 = kv::huge_available();
+  char *p = nullptr;
+  std::atomic<int> phase{0};
+  std::string late_free;
+  std::thread a([&] {
+    void *first = hugepool_alloc(4 * MiB);
+    hugepool_free(first);                              // into a's cache
+    p = static_cast<char *>(hugepool_alloc(4 * MiB));  // a hit: handed out by a's cache
+    if (p != first) p = nullptr;
+    if (p) std::memset(p, 5, 4 * MiB);
+    phase = 1;
+    while (phase != 2) std::this_thread::yield();
+    StderrCapture err;
+    hugepool_free(first);  // freed by the main thread already: refused
+    late_free = err.text();
+    phase = 3;
+  });
+  while (phase != 1) std::this_thread::yield();
+  REQUIRE(p != nullptr);
+  CHECK(hugepool_owns(p));
+  CHECK(hugepool_usable_size(p) == 4 * MiB);
+  CHECK(hugepool_kind_of(p) == HUGEPOOL_KIND_HUGE_2M);
+  auto *q = static_cast<char *>(hugepool_realloc(p, 8 * MiB));  // taken from a's cache to be resized
+  REQUIRE(q != nullptr);
+  CHECK(q[0] == 5);
+  CHECK(q[4 * MiB - 1] == 5);
+  std::memset(q + 4 * MiB, 6, 4 * MiB);
+  CHECK(kv::smaps_of(q).field("KernelPageSize") == 2048);
+  CHECK(avail0 - kv::huge_available() == 4);
+  CHECK(hugepool_usable_size(q) == 8 * MiB);
+  hugepool_stats st;
+  hugepool_get_stats(&st);
+  CHECK(st.live_buffers == 1);
+  CHECK(st.bytes_live == 8 * MiB);
+  hugepool_free(q);
+  CHECK_FALSE(hugepool_owns(q));
+  phase = 2;
+  while (phase != 3) std::this_thread::yield();
+  a.join();
+  CHECK(late_free.find("not a live hugepool buffer") != std::string::npos);
+  hugepool_get_stats(&st);
+  CHECK(st.live_buffers == 0);
+  CHECK(st.bytes_live == 0);
+  hugepool_trim();
+  CHECK(kv::huge_available() == avail0);
+  fresh_state();
+}
+
 TEST_CASE("the slot and byte limits hold across every thread's cache", "[threads][cache]") {
   kv::PoolGuard pool(16);
   fresh_state();

@@ -23,39 +23,7 @@
 #include <unistd.h>
 
 #include "hugepool/mpi.h"
-
-static long meminfo(const char *key) {
-  FILE *f = fopen("/proc/meminfo", "r");
-  char line[256];
-  long v = -1;
-  size_t k = strlen(key);
-  while (f && fgets(line, sizeof(line), f)) {
-    if (strncmp(line, key, k) == 0 && line[k] == ':') v = strtol(line + k + 1, NULL, 10);
-  }
-  if (f) fclose(f);
-  return v;
-}
-
-/* The smaps field of the mapping that contains addr, in kB; -1 if none. */
-static long smaps_field(const void *addr, const char *key) {
-  FILE *f = fopen("/proc/self/smaps", "r");
-  char line[512];
-  int inside = 0;
-  long v = -1;
-  size_t k = strlen(key);
-  while (f && fgets(line, sizeof(line), f)) {
-    unsigned long s, e;
-    char c;
-    if (sscanf(line, "%lx-%lx %c", &s, &e, &c) == 3 && strchr(line, ':') > strchr(line, ' ')) {
-      if (inside) break;
-      inside = (unsigned long)addr >= s && (unsigned long)addr < e;
-    } else if (inside && strncmp(line, key, k) == 0 && line[k] == ':') {
-      v = strtol(line + k + 1, NULL, 10);
-    }
-  }
-  if (f) fclose(f);
-  return v;
-}
+#include "kernel_view.h"
 
 /* Another user tries to reach a node peer's segment: by its handle, and by
  * the peer's /proc/<pid>/map_files (the only way to a file that has no name

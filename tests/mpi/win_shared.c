@@ -8,25 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long smaps_field(const void *addr, const char *key) {
-  FILE *f = fopen("/proc/self/smaps", "r");
-  char line[512];
-  int inside = 0;
-  long v = -1;
-  size_t k = strlen(key);
-  while (f && fgets(line, sizeof(line), f)) {
-    unsigned long s, e;
-    char c;
-    if (sscanf(line, "%lx-%lx %c", &s, &e, &c) == 3 && strchr(line, ':') > strchr(line, ' ')) {
-      if (inside) break;
-      inside = (unsigned long)addr >= s && (unsigned long)addr < e;
-    } else if (inside && strncmp(line, key, k) == 0 && line[k] == ':') {
-      v = strtol(line + k + 1, NULL, 10);
-    }
-  }
-  if (f) fclose(f);
-  return v;
-}
+#include "kernel_view.h"
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);

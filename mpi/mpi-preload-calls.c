@@ -1,0 +1,362 @@
+/* What libhugepool_mpi_preload.so's entry points do (mpi-preload.c), for
+ * the MPI whose mpi.h it was built with, once hp_mpi_active() has found
+ * that MPI behind the program:
+ *
+ *  - MPI_Alloc_mem / MPI_Free_mem: every request is a hugepool buffer (whole
+ *    huge pages, from the cache).  A pool shortage falls back to MPI's own
+ *    memory with one warning, like the preload; HUGEPOOL_POLICY=strict
+ *    answers MPI_ERR_NO_MEM instead.
+ *  - MPI_Win_allocate_shared (opt-in, HUGEPOOL_MPI_WIN_SHARED=1): the
+ *    window's memory is one node-shared hugetlb segment, created by the
+ *    communicator's first rank and mapped by the others, laid out
+ *    contiguously as MPI lays it out by default; the window itself is an
+ *    MPI_Win_create window over each rank's part, so RMA, locks,
+ *    MPI_Win_sync and the memory model are MPI's own.  MPI_Win_shared_query,
+ *    MPI_Win_get_attr(MPI_WIN_CREATE_FLAVOR) and MPI_Win_free know these
+ *    windows.  Any failure falls back to MPI's own window in every rank.
+ *
+ * The MPI functions come from the program's MPI library, looked up by name
+ * (hp_mpi_next), and hugepool_* from libhugepool_preload.so, looked up in
+ * the process (hugepool-run loads it first): this library links neither. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hugepool/hugepool.h"
+#include "mpi-preload.h"
+
+/* How the MPI library this file was built for names itself in
+ * MPI_Get_library_version (a call of the same ABI in every MPI). */
+#if defined(MPICH_VERSION)
+#define HP_MPI_LIBRARY "MPICH Version:"
+#elif defined(OMPI_MAJOR_VERSION)
+#define HP_MPI_LIBRARY "Open MPI v"
+#else
+#error "mpi-preload-calls.c is written for the MPICH and Open MPI ABIs"
+#endif
+
+static void warn_once(int *done, const char *what) {
+  if (__atomic_exchange_n(done, 1, __ATOMIC_RELAXED)) return;
+  const char *quiet = getenv("HUGEPOOL_WARN");
+  if (quiet && strcmp(quiet, "0") == 0) return;
+  (void)fprintf(stderr, "hugepool[%ld]: %s\n", (long)getpid(), what);
+}
+
+/* ---- finding the program's MPI library ---------------------------------- */
+
+static hp_mpi_fn as_function(void *p) {
+  hp_mpi_fn f;
+  memcpy(&f, &p, sizeof(f)); /* dlsym's object pointer to a function pointer */
+  return f;
+}
+
+typedef struct loaded {
+  const char *names[256];
+  int count;
+} loaded;
+
+static int note_loaded(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  loaded *l = data;
+  if (info->dlpi_name && info->dlpi_name[0] && l->count < 256) l->names[l->count++] = info->dlpi_name;
+  return 0;
+}
+
+hp_mpi_fn hp_mpi_next(const char *name) {
+  void *p = dlsym(RTLD_NEXT, name);
+  if (p) return as_function(p);
+  /* Not in the global scope: an MPI library loaded with RTLD_LOCAL (Python
+   * loads extension modules so, with their libmpi).  Ask each loaded
+   * object; dlopen runs after dl_iterate_phdr, which holds a loader lock. */
+  loaded l = {.count = 0};
+  dl_iterate_phdr(note_loaded, &l);
+  for (int i = 0; i < l.count && !p; i++) {
+    void *h = dlopen(l.names[i], RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) continue;
+    p = dlsym(h, name);
+    dlclose(h); /* NOLOAD took a reference; the object stays as it was */
+  }
+  return p ? as_function(p) : NULL;
+}
+
+/* ---- deciding once ------------------------------------------------------ */
+
+#define PMPI(fn) __typeof__(&PMPI_##fn) fn
+static struct {
+  PMPI(Alloc_mem);
+  PMPI(Free_mem);
+  PMPI(Win_allocate_shared);
+  PMPI(Win_shared_query);
+  PMPI(Win_get_attr);
+  PMPI(Win_free);
+  PMPI(Win_create);
+  PMPI(Comm_rank);
+  PMPI(Comm_size);
+  PMPI(Allreduce);
+  PMPI(Allgather);
+  PMPI(Bcast);
+} pmpi;
+#define HP(fn) __typeof__(&hugepool_##fn) fn
+static struct {
+  HP(alloc);
+  HP(free);
+  HP(owns);
+  HP(segment_create);
+  HP(segment_map);
+  HP(segment_unmap);
+} hp;
+
+static int active;
+static pthread_once_t decided = PTHREAD_ONCE_INIT;
+
+static int the_expected_mpi(void) {
+  int (*version)(char *, int *) = (int (*)(char *, int *))hp_mpi_next("PMPI_Get_library_version");
+  /* Room for any library's answer: MPICH's limit, the largest there is
+   * (Open MPI's is 256). */
+  _Static_assert(MPI_MAX_LIBRARY_VERSION_STRING <= 8192, "a larger version string than MPICH's");
+  static char text[8192 + 1];
+  int len = 0;
+  return version && version(text, &len) == 0 && strncmp(text, HP_MPI_LIBRARY, strlen(HP_MPI_LIBRARY)) == 0;
+}
+
+static void decide(void) {
+  static int warned;
+  if (!the_expected_mpi()) {
+    warn_once(&warned,
+              "MPI entry points: the program's MPI library is not the one hugepool was built with (" HP_MPI_LIBRARY
+              "); MPI_Alloc_mem and MPI_Win_allocate_shared are left to it");
+    return;
+  }
+  int ok = 1;
+#define RESOLVE_PMPI(fn) ok &= (pmpi.fn = (__typeof__(pmpi.fn))hp_mpi_next("PMPI_" #fn)) != NULL
+  RESOLVE_PMPI(Alloc_mem);
+  RESOLVE_PMPI(Free_mem);
+  RESOLVE_PMPI(Win_allocate_shared);
+  RESOLVE_PMPI(Win_shared_query);
+  RESOLVE_PMPI(Win_get_attr);
+  RESOLVE_PMPI(Win_free);
+  RESOLVE_PMPI(Win_create);
+  RESOLVE_PMPI(Comm_rank);
+  RESOLVE_PMPI(Comm_size);
+  RESOLVE_PMPI(Allreduce);
+  RESOLVE_PMPI(Allgather);
+  RESOLVE_PMPI(Bcast);
+#define RESOLVE_HP(fn) ok &= (hp.fn = (__typeof__(hp.fn))as_function(dlsym(RTLD_DEFAULT, "hugepool_" #fn))) != NULL
+  RESOLVE_HP(alloc);
+  RESOLVE_HP(free);
+  RESOLVE_HP(owns);
+  RESOLVE_HP(segment_create);
+  RESOLVE_HP(segment_map);
+  RESOLVE_HP(segment_unmap);
+  if (!ok) {
+    warn_once(&warned,
+              "MPI entry points: libhugepool_preload.so or a function of the MPI library is missing "
+              "(run the program under hugepool-run); MPI's own calls serve it");
+    return;
+  }
+  __atomic_store_n(&active, 1, __ATOMIC_RELEASE);
+}
+
+int hp_mpi_active(void) {
+  pthread_once(&decided, decide);
+  return __atomic_load_n(&active, __ATOMIC_ACQUIRE);
+}
+
+static int strict_policy(void) {
+  const char *p = getenv("HUGEPOOL_POLICY");
+  return p && strcmp(p, "strict") == 0;
+}
+
+/* ---- MPI_Alloc_mem / MPI_Free_mem --------------------------------------- */
+
+int hp_alloc_mem(hp_mpi_aint size, hp_mpi_handle info_handle, void *baseptr) {
+  static int warned;
+  MPI_Info info = (MPI_Info)info_handle;
+  if (size <= 0) return pmpi.Alloc_mem(size, info, baseptr);
+  void *p = hp.alloc((size_t)size);
+  if (p) {
+    *(void **)baseptr = p;
+    return MPI_SUCCESS;
+  }
+  if (strict_policy()) return MPI_ERR_NO_MEM;
+  warn_once(&warned,
+            "MPI_Alloc_mem: the hugetlb pool is short, MPI's own memory serves this and later requests "
+            "that do not fit (HUGEPOOL_POLICY=strict: MPI_ERR_NO_MEM instead)");
+  return pmpi.Alloc_mem(size, info, baseptr);
+}
+
+int hp_free_mem(void *base) {
+  if (base && hp.owns(base)) {
+    hp.free(base);
+    return MPI_SUCCESS;
+  }
+  return pmpi.Free_mem(base);
+}
+
+/* ---- MPI_Win_allocate_shared (opt-in) ------------------------------------ */
+
+typedef struct shared_win {
+  MPI_Win win;
+  hugepool_segment seg;
+  int nranks;
+  MPI_Aint *size;   /* [nranks] */
+  int *disp_unit;   /* [nranks] */
+  MPI_Aint *offset; /* [nranks] into seg */
+  struct shared_win *next;
+} shared_win;
+
+static shared_win *windows;
+static pthread_mutex_t windows_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static shared_win *find_window(MPI_Win win, int unlink) {
+  pthread_mutex_lock(&windows_lock);
+  shared_win **at = &windows;
+  while (*at && (*at)->win != win) at = &(*at)->next;
+  shared_win *w = *at;
+  if (w && unlink) *at = w->next;
+  pthread_mutex_unlock(&windows_lock);
+  return w;
+}
+
+static void free_window(shared_win *w) {
+  if (w->seg.addr) (void)hp.segment_unmap(&w->seg);
+  free(w->size);
+  free(w->disp_unit);
+  free(w->offset);
+  free(w);
+}
+
+static int win_shared_enabled(void) {
+  const char *v = getenv("HUGEPOOL_MPI_WIN_SHARED");
+  return v && strcmp(v, "1") == 0;
+}
+
+/* Every rank of comm agrees: 1 if ok in all. */
+static int all_ok(MPI_Comm comm, int ok) {
+  int all = 0;
+  if (pmpi.Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) return 0;
+  return all;
+}
+
+/* Builds the segment-backed window; 1 on success (in every rank), 0 if
+ * every rank must fall back to MPI's own (nothing is held then). */
+static int shared_window(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) {
+  static int warned;
+  int rank = 0, n = 0;
+  pmpi.Comm_rank(comm, &rank);
+  pmpi.Comm_size(comm, &n);
+  shared_win *w = calloc(1, sizeof(*w));
+  int ok = w != NULL;
+  if (ok) {
+    w->nranks = n;
+    w->size = calloc((size_t)n, sizeof(*w->size));
+    w->disp_unit = calloc((size_t)n, sizeof(*w->disp_unit));
+    w->offset = calloc((size_t)n, sizeof(*w->offset));
+    ok = w->size && w->disp_unit && w->offset;
+  }
+  if (!all_ok(comm, ok) || !w || !w->size || !w->disp_unit || !w->offset) goto fallback;
+  pmpi.Allgather(&size, 1, MPI_AINT, w->size, 1, MPI_AINT, comm);
+  pmpi.Allgather(&disp_unit, 1, MPI_INT, w->disp_unit, 1, MPI_INT, comm);
+  size_t total = 0;
+  for (int i = 0; i < n; i++) {
+    w->offset[i] = (MPI_Aint)total;
+    total += (size_t)w->size[i];
+  }
+  if (total == 0) goto fallback;
+
+  /* The first rank creates one segment for the whole window (contiguous,
+   * as MPI lays out a window without alloc_shared_noncontig); the others
+   * map it.  Two agreements: no rank keeps a window the others gave up. */
+  hugepool_segment_handle handle;
+  memset(&handle, 0, sizeof(handle));
+  ok = 1;
+  if (rank == 0) {
+    ok = hp.segment_create(total, NULL, &w->seg) == 0;
+    if (ok) handle = w->seg.handle;
+  }
+  pmpi.Bcast(&ok, 1, MPI_INT, 0, comm);
+  if (!ok) goto fallback;
+  pmpi.Bcast(&handle, (int)sizeof(handle), MPI_BYTE, 0, comm);
+  if (rank != 0) ok = hp.segment_map(&handle, &w->seg) == 0;
+  if (!all_ok(comm, ok)) goto fallback;
+  if (rank == 0) {
+    close(w->seg.fd); /* every rank has mapped it */
+    w->seg.fd = -1;
+  }
+  char *base = (char *)w->seg.addr + w->offset[rank];
+  if (pmpi.Win_create(base, size, disp_unit, info, comm, win) != MPI_SUCCESS) goto fallback_late;
+  w->win = *win;
+  pthread_mutex_lock(&windows_lock);
+  w->next = windows;
+  windows = w;
+  pthread_mutex_unlock(&windows_lock);
+  *(void **)baseptr = base;
+  return 1;
+
+fallback_late:
+  /* MPI_Win_create failed in this rank: MPI's error handler decides what
+   * happens next, as it would for MPI_Win_allocate_shared itself. */
+fallback:
+  warn_once(&warned,
+            "MPI_Win_allocate_shared: no node-shared hugetlb segment for this window (pool short?); "
+            "MPI's own shared memory serves it");
+  if (w) free_window(w);
+  return 0;
+}
+
+int hp_win_allocate_shared(hp_mpi_aint size, int disp_unit, hp_mpi_handle info_handle, hp_mpi_handle comm_handle,
+                           void *baseptr, void *win_ptr) {
+  MPI_Info info = (MPI_Info)info_handle;
+  MPI_Comm comm = (MPI_Comm)comm_handle;
+  MPI_Win *win = win_ptr;
+  if (!win_shared_enabled() || size < 0 || disp_unit <= 0) {
+    return pmpi.Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
+  }
+  if (shared_window(size, disp_unit, info, comm, baseptr, win)) return MPI_SUCCESS;
+  return pmpi.Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
+}
+
+int hp_win_shared_query(hp_mpi_handle win_handle, int rank, hp_mpi_aint *size, int *disp_unit, void *baseptr) {
+  MPI_Win win = (MPI_Win)win_handle;
+  shared_win *w = find_window(win, 0);
+  if (!w) return pmpi.Win_shared_query(win, rank, size, disp_unit, baseptr);
+  if (rank == MPI_PROC_NULL) { /* the first rank with memory, as the standard says */
+    for (rank = 0; rank < w->nranks - 1 && w->size[rank] == 0; rank++) {
+    }
+  }
+  if (rank < 0 || rank >= w->nranks) return MPI_ERR_RANK;
+  *size = w->size[rank];
+  *disp_unit = w->disp_unit[rank];
+  *(void **)baseptr = (char *)w->seg.addr + w->offset[rank];
+  return MPI_SUCCESS;
+}
+
+int hp_win_get_attr(hp_mpi_handle win_handle, int keyval, void *value, int *flag) {
+  MPI_Win win = (MPI_Win)win_handle;
+  static int flavor_shared = MPI_WIN_FLAVOR_SHARED;
+  if (keyval == MPI_WIN_CREATE_FLAVOR && find_window(win, 0)) {
+    *(int **)value = &flavor_shared;
+    *flag = 1;
+    return MPI_SUCCESS;
+  }
+  return pmpi.Win_get_attr(win, keyval, value, flag);
+}
+
+int hp_win_free(void *win_ptr) {
+  MPI_Win *win = win_ptr;
+  shared_win *w = win ? find_window(*win, 1) : NULL;
+  int rc = pmpi.Win_free(win); /* collective: no rank is still using the memory after it */
+  if (w) free_window(w);
+  return rc;
+}
+
+void hp_finalize_trim(void) {
+  size_t (*trim)(void) = (size_t(*)(void))as_function(dlsym(RTLD_DEFAULT, "hugepool_trim"));
+  if (trim) (void)trim();
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# A program without MPI that loads a module linked with MPI late, with
+# dlopen(RTLD_LOCAL) as Python loads an mpi4py-style extension module, run
+# as `mpiexec -n 2 hugepool-run ./prog module.so`: its MPI_Alloc_mem memory
+# is on hugetlb pages (the kernel's smaps, read in each rank), as for a
+# program linked with MPI; plain and with --mpi off it is not.
+#   late-load.sh MPIEXEC PROGRAM MODULE HUGEPOOL_RUN
+set -euo pipefail
+mpiexec=$1 prog=$2 module=$3 run=$4
+pool=/sys/kernel/mm/hugepages/hugepages-2048kB
+fail() { echo "FAIL: $*" >&2; exit 1; }
+avail() { echo $(($(cat $pool/free_hugepages) - $(cat $pool/resv_hugepages))); }
+exec 9>/tmp/hugepool-pool.lock
+flock 9
+old=$(cat $pool/nr_hugepages)
+work=$(mktemp -d)
+trap 'echo "$old" >$pool/nr_hugepages; rm -rf "$work"' EXIT
+want=24 # 2 ranks: two buffers each, and what MPICH mallocs at 1 MiB and up
+echo $(($(cat $pool/nr_hugepages) - $(avail) + want)) >$pool/nr_hugepages
+[[ $(avail) -eq $want ]] || fail "cannot set the pool"
+# UCX's SysV shared memory stays off the pool (mpi/README.md: UCX variables).
+export UCX_SYSV_HUGETLB_MODE=n UCX_POSIX_HUGETLB_MODE=n
+
+go() { # name, launcher words...
+  local name=$1
+  shift
+  timeout 120 "$mpiexec" -n 2 "$@" "$prog" "$module" >"$work/$name" 2>"$work/$name.err" ||
+    fail "$name: exit status $?: $(cat "$work/$name" "$work/$name.err")"
+  cat "$work/$name"
+  [[ $(grep -c ' bad 0$' "$work/$name") -eq 2 ]] || fail "$name: wrong results: $(cat "$work/$name.err")"
+}
+go plain
+go run "$run" --
+go off "$run" --mpi off --
+# The small request tells who served it: MPICH's own MPI_Alloc_mem is
+# malloc, which leaves 1000 bytes on 4 KB pages even under the preload.
+[[ $(grep -c 'small 4 bad' "$work/plain") -eq 2 ]] || fail "plain: MPI_Alloc_mem on hugetlb pages?"
+[[ $(grep -c 'big 2048 small 2048 bad 0$' "$work/run") -eq 2 ]] ||
+  fail "hugepool-run: MPI_Alloc_mem of a late-loaded MPI not on hugetlb pages"
+[[ $(grep -c 'small 4 bad' "$work/off") -eq 2 ]] || fail "--mpi off: the MPI entry points still served MPI_Alloc_mem"
+[[ $(avail) -eq $want ]] || fail "pool at $(avail) after the runs, not $want"
+echo "late-load.sh: ok"
