@@ -7,19 +7,9 @@
 #   unmodified.sh MPIEXEC PROGRAM NP HUGEPOOL_RUN
 set -euo pipefail
 mpiexec=$1 prog=$2 np=$3 run=$4
-pool=/sys/kernel/mm/hugepages/hugepages-2048kB
-fail() { echo "FAIL: $*" >&2; exit 1; }
-avail() { echo $(($(cat $pool/free_hugepages) - $(cat $pool/resv_hugepages))); }
-exec 9>/tmp/hugepool-pool.lock
-flock 9
-old=$(cat $pool/nr_hugepages)
-work=$(mktemp -d)
-trap 'echo "$old" >$pool/nr_hugepages; rm -rf "$work"' EXIT
+source "$(dirname "$0")/pool.sh"
 want=$((np * 24 + 8)) # MPI_Alloc_mem buffers, the window, and what MPICH/UCX malloc at 1 MiB and up
-echo $(($(cat $pool/nr_hugepages) - $(avail) + want)) >$pool/nr_hugepages
-[[ $(avail) -eq $want ]] || fail "cannot set the pool"
-# UCX's SysV shared memory stays off the pool (mpi/README.md: UCX variables).
-export UCX_SYSV_HUGETLB_MODE=n UCX_POSIX_HUGETLB_MODE=n
+pool_take "$want"
 
 go() { # name, launcher words...
   local name=$1
