@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "heap_stress.hpp"
 
 static constexpr size_t MiB = size_t(1) << 20;
 
@@ -145,86 +146,20 @@ TEST_CASE("small heap: an empty pool leaves small requests with glibc", "[smallh
   for (void *p : objs) free(p);
 }
 
-// 8 threads, random sizes 16 B - 256 KB (log-uniform), random lifetimes, and
-// a quarter of the objects freed by another thread than the one that made
-// them (through per-thread mailboxes).  Every object is checked, whole, by
-// whoever frees it.
+// 8 threads, random sizes 16 B - 256 KB, random lifetimes, cross-thread
+// frees (heap_stress.hpp), through the interposed malloc and free.
 TEST_CASE("small heap: 8 threads, random sizes and lifetimes, cross-thread frees", "[smallheap]") {
   kv::PoolGuard pool(160);
-  constexpr int kThreads = 8;
-  struct Obj {
-    unsigned char *p;
-    size_t n;
-    unsigned seed;
-  };
-  struct Mailbox {
-    std::mutex m;
-    std::vector<Obj> objs;
-  };
-  std::vector<Mailbox> boxes(kThreads);
-  std::atomic<long> bad{0}, on_huge{0}, sampled{0};
-  std::vector<std::thread> ts;
-  for (int t = 0; t < kThreads; t++) {
-    ts.emplace_back([t, &boxes, &bad, &on_huge, &sampled] {
-      std::vector<Obj> live;
-      uint64_t x = 0x9E3779B97F4A7C15ULL * uint64_t(t + 1);
-      auto next = [&x] { return x ^= x << 13, x ^= x >> 7, x ^= x << 17; };
-      auto release = [&bad](const Obj &o) {
-        if (!pl::check(o.p, o.n, o.seed) || malloc_usable_size(o.p) < o.n) bad++;
-        free(o.p);
-      };
-      for (int r = 0; r < 30000; r++) {
-        uint64_t v = next();
-        if (!live.empty() && (v % 100 < 45 || live.size() > 300)) {
-          size_t i = (v >> 8) % live.size();
-          Obj o = live[i];
-          live[i] = live.back();
-          live.pop_back();
-          if ((v >> 40) % 4 == 0) { /* another thread frees it */
-            Mailbox &b = boxes[(size_t(t) + 1 + (v >> 44) % (kThreads - 1)) % kThreads];
-            std::lock_guard<std::mutex> g(b.m);
-            b.objs.push_back(o);
-          } else {
-            release(o);
-          }
-        } else {
-          unsigned shift = 4 + unsigned((v >> 20) % 15); /* 16 B .. 256 KB */
-          size_t n = (size_t(1) << shift) + ((v >> 32) & ((size_t(1) << shift) - 1));
-          if (n > (256 << 10)) n = 256 << 10;
-          auto *p = static_cast<unsigned char *>(malloc(n));
-          if (!p) {
-            bad++;
-            continue;
-          }
-          unsigned seed = unsigned(v >> 48);
-          pl::fill(p, n, seed);
-          live.push_back({p, n, seed});
-          if (r % 5000 == 0) {
-            sampled++;
-            if (pl::on_hugetlb(p)) on_huge++;
-          }
-        }
-        if (r % 64 == 0) {
-          std::vector<Obj> mine;
-          {
-            std::lock_guard<std::mutex> g(boxes[size_t(t)].m);
-            mine.swap(boxes[size_t(t)].objs);
-          }
-          for (auto &o : mine) release(o);
-        }
-      }
-      for (auto &o : live) release(o);
-    });
-  }
-  for (auto &t : ts) t.join();
-  for (auto &b : boxes)
-    for (auto &o : b.objs) {
-      if (!pl::check(o.p, o.n, o.seed)) bad++;
-      free(o.p);
-    }
-  CHECK(bad == 0);
-  CHECK(sampled > 0);
-  CHECK(on_huge == sampled); /* the pool had room: every sampled object on 2 MB hugetlb pages */
+  heap_stress::Ops ops{};
+  ops.alloc = [](size_t n, bool) { return malloc(n); };
+  ops.release = free;
+  ops.usable = [](const void *p) { return malloc_usable_size(const_cast<void *>(p)); };
+  ops.sample = [](const void *p) { return pl::on_hugetlb(p); };
+  auto res = heap_stress::run(ops, 8, 30000);
+  CHECK(res.bad == 0);
+  CHECK(res.failed == 0);
+  CHECK(res.sampled > 0);
+  CHECK(res.sampled_yes == res.sampled); /* the pool had room: every sampled object on 2 MB hugetlb pages */
 }
 
 // Free pages of the 2 MB pool, read without allocating.
