@@ -149,15 +149,3 @@ wait_nr() { # expected: the epilog runs after the job has ended
   for _ in $(seq 60); do [[ $(real_nr) == "$1" ]] && return 0; sleep 0.5; done
   return 1
 }
-
-as_job() { # srun as nobody; sets OUT, RC
-  set +e
-  OUT=$(cd /tmp && setpriv --reuid=65534 --regid=65534 --clear-groups env SLURM_CONF="$SLURM_CONF" \
-    timeout 60 srun -N1 -n1 "$@" 2>&1)
-  RC=$?
-  set -e
-}
-wait_nr() { # expected: the epilog runs after the job has ended
-  for _ in $(seq 60); do [[ $(real_nr) == "$1" ]] && return 0; sleep 0.5; done
-  return 1
-}
