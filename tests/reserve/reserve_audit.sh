@@ -5,6 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 exec 8>/tmp/hugepool-devlog.lock
 flock 8
+devlog_drop_stale
 if [[ -e /dev/log ]]; then
   echo "SKIP: /dev/log belongs to a running system logger; the audit lines go there" >&2
   exit 77

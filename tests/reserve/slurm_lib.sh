@@ -41,6 +41,7 @@ on_exit "rm -rf '$T'"
 # Capture the plugin's audit lines on /dev/log if no system logger owns it.
 exec 8>/tmp/hugepool-devlog.lock
 flock 8
+devlog_drop_stale
 audit=
 if [[ ! -e /dev/log ]]; then
   audit=$T/audit.log
