@@ -8,10 +8,11 @@
  *    in the caller, never a SIGBUS later.  Being hugepool buffers, chunks
  *    get hugepool's fork handling (HUGEPOOL_FORK) like any other.
  * 2. A chunk's first 4 KB page holds its map (a bit per page: given to
- *    jemalloc, or ever written); jemalloc gets the other 511 pages.  So no
- *    heap object is 2 MB aligned (free() still tells hugepool's buffers by
- *    alignment), and an extent never crosses a chunk: jemalloc may merge two
- *    extents only inside one chunk.
+ *    jemalloc, or ever written: all of a chunk that was a buffer from
+ *    hugepool's cache, which holds a program's old bytes); jemalloc gets
+ *    the other 511 pages.  So no heap object is 2 MB aligned (free() still
+ *    tells hugepool's buffers by alignment), and an extent never crosses a
+ *    chunk: jemalloc may merge two extents only inside one chunk.
  * 3. When jemalloc gives an extent back (dalloc, after its decay time) and
  *    the chunk has no page left in use, the chunk goes back to the pool at
  *    once (hp_free_to_pool: unmapped, not cached), so a program that frees
@@ -136,7 +137,8 @@ static chunk *new_chunk(void) {
       return NULL;
     }
   }
-  chunk *c = hugepool_alloc(HPL_2M);
+  bool fresh = false; /* newly mapped: zero; else a cached buffer with a program's old bytes */
+  chunk *c = hp_allocate(HPL_2M, HUGEPOOL_ANY_NODE, &fresh);
   if (!c || hugepool_kind_of(c) != HUGEPOOL_KIND_HUGE_2M) {
     if (c) hp_free_to_pool(c); /* a THP / 4 KB fallback (HUGEPOOL_POLICY=thp|small): not for us */
     atomic_fetch_add_explicit(&n_short, 1, memory_order_relaxed);
@@ -145,7 +147,9 @@ static chunk *new_chunk(void) {
   }
   retry_at = 0;
   memset(c, 0, sizeof(*c));
-  c->used[0] = c->written[0] = 1; /* page 0: this map */
+  if (!fresh) memset(c->written, 0xff, sizeof(c->written)); /* jemalloc must not take these pages for zero */
+  c->used[0] = 1;                                           /* page 0: this map */
+  c->written[0] |= 1;
   c->n_used = 1;
   chunk **at = &chunks, *prev = NULL;
   while (*at && *at < c) prev = *at, at = &(*at)->next;

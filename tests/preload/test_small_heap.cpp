@@ -4,6 +4,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -290,4 +291,33 @@ TEST_CASE("small heap: a churning heap stays near its live size", "[smallheap]")
   INFO("hugetlb kB grown " << grown << ", peak chunks " << peak);
   CHECK(peak <= 12);
   CHECK(grown <= 12 * 2048);
+}
+
+// A chunk may be a 2 MB buffer the program freed into hugepool's cache, full
+// of its old bytes: the heap must not tell jemalloc such pages are zero, or
+// calloc of a large object would hand the old bytes out.
+TEST_CASE("small heap: calloc is zero on chunks that were the program's freed buffers", "[smallheap]") {
+  kv::PoolGuard pool(64);
+  constexpr size_t kBig = 1536 << 10; /* above the threshold: a 2 MB hugepool buffer */
+  std::vector<void *> big;
+  for (int i = 0; i < 16; i++) {
+    void *p = malloc(kBig);
+    REQUIRE(p);
+    memset(p, 0xAB, kBig);
+    big.push_back(p);
+  }
+  for (void *p : big) free(p); /* into hugepool's cache, dirty */
+  constexpr size_t kObj = 100 << 10;
+  std::vector<unsigned char *> objs;
+  size_t nonzero = 0;
+  for (int i = 0; i < 200; i++) { /* 20 MB: new chunks, from the cache first */
+    auto *p = static_cast<unsigned char *>(calloc(1, kObj));
+    REQUIRE(p);
+    for (size_t j = 0; j < kObj; j++) nonzero += p[j] != 0;
+    memset(p, 0xCD, kObj);
+    objs.push_back(p);
+  }
+  CHECK(nonzero == 0);
+  CHECK(pl::on_hugetlb(objs.back()));
+  for (auto *p : objs) free(p);
 }
