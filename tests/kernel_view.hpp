@@ -12,6 +12,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -117,6 +118,42 @@ inline SmapsEntry smaps_of(const void *addr, const std::string &pid = "self") {
     }
   }
   return inside ? cur : SmapsEntry{};
+}
+
+// What the kernel shows over [addr, addr + size) of this process, summed over
+// every mapping that overlaps it (smaps): bytes mapped inside the range, the
+// mappings, their hugetlb kB (private and shared), whether all are on 2 MB
+// pages.
+struct RangeView {
+  size_t mapped = 0;
+  int mappings = 0;
+  long long hugetlb_kb = 0;
+  bool all_2m = true;
+};
+
+inline RangeView range_view(const void *addr, size_t size) {
+  const auto lo = reinterpret_cast<uintptr_t>(addr), hi = lo + size;
+  std::istringstream in(read_file("/proc/self/smaps"));
+  std::string line;
+  RangeView v;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    unsigned long s = 0, e = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &s, &e) == 2 && line.find(':') > line.find(' ')) {
+      inside = e > lo && s < hi;
+      if (inside) {
+        v.mappings++;
+        v.mapped += std::min<uintptr_t>(e, hi) - std::max<uintptr_t>(s, lo);
+      }
+      continue;
+    }
+    if (!inside) continue;
+    long long kb = 0;
+    if (std::sscanf(line.c_str(), "KernelPageSize: %lld", &kb) == 1 && kb != 2048) v.all_2m = false;
+    if (std::sscanf(line.c_str(), "Private_Hugetlb: %lld", &kb) == 1) v.hugetlb_kb += kb;
+    if (std::sscanf(line.c_str(), "Shared_Hugetlb: %lld", &kb) == 1) v.hugetlb_kb += kb;
+  }
+  return v;
 }
 
 // VmFlags of the mapping containing addr ("ht" = hugetlb, "hg" = MADV_HUGEPAGE).

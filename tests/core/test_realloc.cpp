@@ -23,40 +23,6 @@ using namespace test;
 
 namespace {
 
-// What the kernel says about [addr, addr + size): how much of it is mapped,
-// in how many mappings, with which page sizes, and how many hugetlb kB.
-struct RangeView {
-  size_t mapped = 0;
-  int mappings = 0;
-  long long hugetlb_kb = 0;
-  bool all_2m = true;
-};
-
-RangeView range_view(const void *addr, size_t size) {
-  const auto lo = reinterpret_cast<uintptr_t>(addr), hi = lo + size;
-  std::istringstream in(kv::read_file("/proc/self/smaps"));
-  std::string line;
-  RangeView v;
-  bool inside = false;
-  while (std::getline(in, line)) {
-    unsigned long s = 0, e = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &s, &e) == 2 && line.find(':') > line.find(' ')) {
-      inside = e > lo && s < hi;
-      if (inside) {
-        v.mappings++;
-        v.mapped += std::min<uintptr_t>(e, hi) - std::max<uintptr_t>(s, lo);
-      }
-      continue;
-    }
-    if (!inside) continue;
-    long long kb = 0;
-    if (std::sscanf(line.c_str(), "KernelPageSize: %lld", &kb) == 1 && kb != 2048) v.all_2m = false;
-    if (std::sscanf(line.c_str(), "Private_Hugetlb: %lld", &kb) == 1) v.hugetlb_kb += kb;
-    if (std::sscanf(line.c_str(), "Shared_Hugetlb: %lld", &kb) == 1) v.hugetlb_kb += kb;
-  }
-  return v;
-}
-
 // The physical frame behind a virtual address (root reads frame numbers).
 uint64_t frame_of(const void *addr) {
   int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
@@ -119,7 +85,7 @@ TEST_CASE("realloc growth moves the pages, keeps the data, and shrink gives page
     size = want;
   }
   CHECK(frame_of(p) == frame0);  // the first page is the same page frame: moved, not copied
-  RangeView v = range_view(p, 100 * MiB);
+  kv::RangeView v = kv::range_view(p, 100 * MiB);
   CHECK(v.mapped == 100 * MiB);
   CHECK(v.all_2m);
   CHECK(v.hugetlb_kb == 100 * 1024);
@@ -135,7 +101,7 @@ TEST_CASE("realloc growth moves the pages, keeps the data, and shrink gives page
   REQUIRE(s == p);  // shrinking never moves
   CHECK(intact(s, 10 * MiB, 11));
   CHECK(kv::self_hugetlb_kb() == 6 * 2048);
-  CHECK(range_view(s, 12 * MiB).hugetlb_kb == 12 * 1024);
+  CHECK(kv::range_view(s, 12 * MiB).hugetlb_kb == 12 * 1024);
   CHECK(hugepool_usable_size(s) == 12 * MiB);
   CHECK(stats().realloc_shrinks - st0.realloc_shrinks == 1);
   // Same number of pages: the same buffer, nothing else.
@@ -173,7 +139,7 @@ TEST_CASE("realloc growth with the pool exactly full needs only the added pages"
     CHECK(intact(q, 8 * MiB, 5));
     std::memset(q + 8 * MiB, 0x5a, 12 * MiB);  // reserved pages: no SIGBUS
     CHECK(kv::huge_free() == 0);
-    CHECK(range_view(q, 20 * MiB).hugetlb_kb == 20 * 1024);
+    CHECK(kv::range_view(q, 20 * MiB).hugetlb_kb == 20 * 1024);
     // One page more than the pool has: NULL, ENOMEM, the buffer as it was.
     const hugepool_stats st = stats();
     errno = 0;
@@ -182,7 +148,7 @@ TEST_CASE("realloc growth with the pool exactly full needs only the added pages"
     CHECK(hugepool_owns(q));
     CHECK(hugepool_usable_size(q) == 20 * MiB);
     CHECK(intact(q, 8 * MiB, 5));
-    CHECK(range_view(q, 20 * MiB).mapped == 20 * MiB);
+    CHECK(kv::range_view(q, 20 * MiB).mapped == 20 * MiB);
     CHECK(stats().failures == st.failures + 1);
     CHECK(stats().bytes_live == 20 * MiB);
     hugepool_free(q);
@@ -213,7 +179,7 @@ TEST_CASE("realloc growth with the pool exactly full needs only the added pages"
     REQUIRE(r != nullptr);
     CHECK(intact(r, 8 * MiB, 5));
     CHECK(reinterpret_cast<uintptr_t>(r) % (2 * MiB) == 0);
-    CHECK(range_view(r, 80 * MiB).mapped == 80 * MiB);
+    CHECK(kv::range_view(r, 80 * MiB).mapped == 80 * MiB);
     hugepool_free(r);
     hugepool_set_policy(HUGEPOOL_POLICY_STRICT);
   }
@@ -338,7 +304,7 @@ TEST_CASE("realloc of one buffer while other threads free and resize theirs", "[
   t1.join();
   t2.join();
   CHECK(bad == 0);
-  CHECK(range_view(p, size).mapped == size);
+  CHECK(kv::range_view(p, size).mapped == size);
   hugepool_free(p);
   hugepool_trim();
   CHECK(stats().live_buffers == 0);
@@ -507,7 +473,7 @@ TEST_CASE("fork during growth: the child inherits whole buffers", "[realloc][for
             auto *s = static_cast<Seen *>(arg);
             s->live++;
             if (b->resizing) s->bad |= 1;
-            if (range_view(b->addr, b->size).mapped != b->size) s->bad |= 2;
+            if (kv::range_view(b->addr, b->size).mapped != b->size) s->bad |= 2;
             if (!intact(static_cast<char *>(b->addr), std::min(s->ok_bytes, b->size), 3)) s->bad |= 4;
             std::memset(b->addr, 1, b->size);  // every page writable: no SIGBUS
           },

@@ -13,26 +13,6 @@ namespace {
 
 constexpr size_t MiB = size_t{1} << 20;
 
-// Hugetlb kB the kernel counts in [p, p + n), over every mapping there.
-long long hugetlb_kb_in(const void *p, size_t n) {
-  const auto lo = reinterpret_cast<uintptr_t>(p), hi = lo + n;
-  std::istringstream in(kv::read_file("/proc/self/smaps"));
-  std::string line;
-  long long kb = 0, v = 0;
-  bool inside = false;
-  while (std::getline(in, line)) {
-    unsigned long s = 0, e = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &s, &e) == 2 && line.find(':') > line.find(' ')) {
-      inside = e > lo && s < hi;
-      continue;
-    }
-    if (inside && (std::sscanf(line.c_str(), "Private_Hugetlb: %lld", &v) == 1 ||
-                   std::sscanf(line.c_str(), "Shared_Hugetlb: %lld", &v) == 1))
-      kb += v;
-  }
-  return kb;
-}
-
 // This process's hugetlb memory per the kernel (HugetlbPages, kB): other
 // processes on the machine cannot disturb it, unlike meminfo's counts.
 long long process_hugetlb_kb() {
@@ -63,7 +43,7 @@ TEST_CASE("realloc growth in 1 MB steps moves pages instead of copying them", "[
   }
   CHECK(pl::check(p, MiB, 9));
   for (size_t at = MiB; at < 64 * MiB; at += MiB) CHECK(pl::check(p + at, MiB, static_cast<unsigned>(at >> 20) + 1));
-  CHECK(hugetlb_kb_in(p, 64 * MiB) == 64 * 1024);
+  CHECK(kv::range_view(p, 64 * MiB).hugetlb_kb == 64 * 1024);
   CHECK(process_hugetlb_kb() - kb0 == 32 * 2048);
   // One mmap per added page and no buffer evicted or copied: the issue's
   // symptom was a new buffer (and an eviction) at almost every step.
@@ -90,7 +70,7 @@ TEST_CASE("realloc growth with the pool exactly full, then short: glibc takes ov
   REQUIRE(q);
   CHECK(pl::check(q, 4 * MiB, 4));
   memset(q + 4 * MiB, 1, 8 * MiB);
-  CHECK(hugetlb_kb_in(q, 12 * MiB) == 12 * 1024);
+  CHECK(kv::range_view(q, 12 * MiB).hugetlb_kb == 12 * 1024);
   CHECK(kv::huge_free() == 0);
   auto *r = static_cast<char *>(realloc(q, 20 * MiB)); /* the pool has no page left */
   REQUIRE(r);
