@@ -85,6 +85,13 @@ else
 fi
 
 # --- 2. the release's in-use count fails closed ---
+release_with_nofile() { # soft:hard: nobody's --release under that RLIMIT_NOFILE; sets OUT, ERR (both streams), RC
+  set +e
+  OUT=$(prlimit --nofile="$1" setpriv --reuid=65534 --regid=65534 --clear-groups "$HELPER" --release 2>&1)
+  RC=$?
+  set -e
+  ERR=$OUT
+}
 set_pool 0 0
 rm -rf "$FAKE"/proc/[0-9]*
 as_nobody 10
@@ -92,19 +99,11 @@ as_user 4242 10
 echo 10 >"$(fake_pool free_hugepages)" # nobody's 10 are in use ...
 fake_proc 5001 65534 20480             # ... mapped by nobody's process
 expect_eq "$(nr)" 20 "nobody and user 4242 hold 10 each"
-set +e
-OUT=$(prlimit --nofile=6:6 setpriv --reuid=65534 --regid=65534 --clear-groups "$HELPER" --release 2>&1)
-RC=$?
-set -e
-ERR=$OUT
+release_with_nofile 6:6
 expect_rc 1 "a hard RLIMIT_NOFILE of 6: the release is refused"
 expect_err "RLIMIT_NOFILE" "the refusal names RLIMIT_NOFILE"
 expect_eq "$(nr)" 20 "pool unchanged: user 4242's free pages not given back in nobody's name"
-set +e
-OUT=$(prlimit --nofile=6:64 setpriv --reuid=65534 --regid=65534 --clear-groups "$HELPER" --release 2>&1)
-RC=$?
-set -e
-ERR=$OUT
+release_with_nofile 6:64
 expect_rc 1 "a soft RLIMIT_NOFILE of 6 is raised: the release runs and keeps what is mapped"
 expect_err "kept 10 of 10 pages" "the mapped pages are kept"
 chmod 0700 "$FAKE/proc"
