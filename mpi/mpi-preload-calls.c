@@ -43,7 +43,9 @@
 
 static void warn_once(int *done, const char *what) {
   if (__atomic_exchange_n(done, 1, __ATOMIC_RELAXED)) return;
-  const char *quiet = getenv("HUGEPOOL_WARN");
+  /* HUGEPOOL_* read here as the option table reads them: ignored under
+   * AT_SECURE (a setuid or setgid program). */
+  const char *quiet = secure_getenv("HUGEPOOL_WARN");
   if (quiet && strcmp(quiet, "0") == 0) return;
   (void)fprintf(stderr, "hugepool[%ld]: %s\n", (long)getpid(), what);
 }
@@ -169,7 +171,7 @@ int hp_mpi_active(void) {
 }
 
 static int strict_policy(void) {
-  const char *p = getenv("HUGEPOOL_POLICY");
+  const char *p = secure_getenv("HUGEPOOL_POLICY");
   return p && strcmp(p, "strict") == 0;
 }
 
@@ -233,7 +235,7 @@ static void free_window(shared_win *w) {
 }
 
 static int win_shared_enabled(void) {
-  const char *v = getenv("HUGEPOOL_MPI_WIN_SHARED");
+  const char *v = secure_getenv("HUGEPOOL_MPI_WIN_SHARED");
   return v && strcmp(v, "1") == 0;
 }
 
