@@ -159,6 +159,11 @@ HP_INTERNAL int option_parse(hp_option_id id, const char *text, bool preload, lo
                              size_t len);
 /* The value as a user writes it: "1G", "strict", "64"; "-" for text. */
 HP_INTERNAL void option_format(hp_option_id id, long long value, char *buf, size_t len);
+/* The option named by the `len` bytes at name ("HUGEPOOL_POLICY"), or
+ * HP_OPT_COUNT; option_closest: the option whose name is at most 2 edits
+ * away (a misspelling), or HP_OPT_COUNT. */
+HP_INTERNAL hp_option_id option_find(const char *name, size_t len);
+HP_INTERNAL hp_option_id option_closest(const char *name, size_t len);
 
 /* The preload's defaults instead of the library's; called by the preload
  * before anything starts the core (its constructor runs first). */

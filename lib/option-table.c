@@ -145,3 +145,42 @@ void option_format(hp_option_id id, long long value, char *buf, size_t len) {
     (void)snprintf(buf, len, "%llu%s", v, unit); /* a truncated value is still readable */
   }
 }
+
+hp_option_id option_find(const char *name, size_t len) {
+  for (int i = 0; i < HP_OPT_COUNT; i++)
+    if (strlen(table[i].name) == len && strncmp(table[i].name, name, len) == 0) return (hp_option_id)i;
+  return HP_OPT_COUNT;
+}
+
+/* Levenshtein distance between a[0..n) and b, capped at names of 63 bytes. */
+static size_t edits(const char *a, size_t n, const char *b) {
+  size_t m = strlen(b), row[64];
+  if (n > 63 || m > 63) return 64;
+  for (size_t j = 0; j <= m; j++) row[j] = j;
+  for (size_t i = 1; i <= n; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= m; j++) {
+      size_t up = row[j];
+      size_t best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[m];
+}
+
+hp_option_id option_closest(const char *name, size_t len) {
+  hp_option_id best = HP_OPT_COUNT;
+  size_t best_edits = 3;
+  for (int i = 0; i < HP_OPT_COUNT; i++) {
+    size_t e = edits(name, len, table[i].name);
+    if (e < best_edits) {
+      best_edits = e;
+      best = (hp_option_id)i;
+    }
+  }
+  return best;
+}

@@ -64,6 +64,21 @@ static bool any_hugepool_variable(void) {
   return false;
 }
 
+/* A HUGEPOOL_* name that is no option (HUGEPOOL_POLCY=thp) would be
+ * silently ignored: one warning each, naming the option it resembles. */
+static void warn_unknown_names(void) {
+  for (char **e = environ; e && *e; e++) {
+    if (strncmp(*e, "HUGEPOOL_", 9) != 0) continue;
+    size_t len = strcspn(*e, "=");
+    if (option_find(*e, len) != HP_OPT_COUNT) continue;
+    hp_option_id near = option_closest(*e, len);
+    if (near != HP_OPT_COUNT)
+      hp_warn("%.*s is not a hugepool option (did you mean %s?); it is ignored", (int)len, *e, option_desc(near)->name);
+    else
+      hp_warn("%.*s is not a hugepool option; it is ignored", (int)len, *e);
+  }
+}
+
 void options_init(void) {
   if (getauxval(AT_SECURE)) {
     for (size_t i = 0; i < HP_OPT_COUNT; i++) options[i].value = default_of((hp_option_id)i);
@@ -76,6 +91,7 @@ void options_init(void) {
   for (size_t i = 0; i < HP_OPT_COUNT; i++) {
     if (i != HP_OPT_WARN) parse_one((hp_option_id)i);
   }
+  warn_unknown_names();
 }
 
 long long option_get(hp_option_id id) { return options[id].value; }

@@ -129,36 +129,59 @@ static int on_nosuid(const char *path, char *mnt_out, size_t len) {
   return nosuid;
 }
 
-static const char *find_helper(void) {
-  static const char *const where[] = {"/usr/local/bin/hugepool-reserve", "/usr/local/sbin/hugepool-reserve",
-                                      "/usr/sbin/hugepool-reserve", "/usr/bin/hugepool-reserve"};
-  static char beside[PATH_MAX];
+/* Where the helper is installed: beside this program (an install prefix of
+ * its own: bin/ and sbin/), where this build installs it, on PATH, then the
+ * usual places.  Below --root only the fixed places, inside the tree. */
+#ifndef DOCTOR_HELPER_INSTALLED
+#define DOCTOR_HELPER_INSTALLED "/usr/local/sbin/hugepool-reserve"
+#endif
+static int found_at(const char *path, char *out, size_t len) {
   struct stat st;
-  /* Next to this program first (an install prefix of its own). */
+  char real[PATH_MAX];
+  if (lstat(path, &st) != 0 || !realpath(path, real)) return 0;
+  if (stat(real, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+  (void)snprintf(out, len, "%s", real);
+  return 1;
+}
+
+static const char *find_helper(void) {
+  static const char *const where[] = {DOCTOR_HELPER_INSTALLED, "/usr/local/sbin/hugepool-reserve",
+                                      "/usr/local/bin/hugepool-reserve", "/usr/sbin/hugepool-reserve",
+                                      "/usr/bin/hugepool-reserve"};
+  static char found[PATH_MAX];
+  struct stat st;
   if (dr_real_root()) {
-    char self[PATH_MAX];
+    char self[PATH_MAX], cand[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
-      self[n] = '\0';
-      char *slash = strrchr(self, '/');
-      if (slash) {
-        *slash = '\0';
-        const char *cands[] = {"/hugepool-reserve", "/../sbin/hugepool-reserve"};
-        for (int i = 0; i < 2; i++) {
-          (void)snprintf(beside, sizeof beside, "%s%s", self, cands[i]);
-          char real[PATH_MAX];
-          if (lstat(beside, &st) == 0 && realpath(beside, real)) {
-            (void)snprintf(beside, sizeof beside, "%s", real);
-            return beside;
-          }
-        }
+    char *slash = n > 0 ? (self[n] = '\0', strrchr(self, '/')) : NULL;
+    if (slash) {
+      *slash = '\0';
+      const char *beside[] = {"/hugepool-reserve", "/../sbin/hugepool-reserve"};
+      for (int i = 0; i < 2; i++) {
+        (void)snprintf(cand, sizeof cand, "%s%s", self, beside[i]);
+        if (found_at(cand, found, sizeof found)) return found;
       }
+    }
+    if (found_at(DOCTOR_HELPER_INSTALLED, found, sizeof found)) return found;
+    const char *path = getenv("PATH");
+    while (path && *path) {
+      size_t len = strcspn(path, ":");
+      if (len > 0 && path[0] == '/') {
+        (void)snprintf(cand, sizeof cand, "%.*s/hugepool-reserve", (int)len, path);
+        if (found_at(cand, found, sizeof found)) return found;
+      }
+      path += len + (path[len] == ':');
     }
   }
   for (size_t i = 0; i < sizeof where / sizeof where[0]; i++)
     if (dr_lstat(where[i], &st) == 0) return where[i];
   return NULL;
 }
+
+/* The helper is optional: nothing about it stops an allocation, so its
+ * problems never fail the verdict.  They are notes, and warnings when the
+ * pool is short (then the helper is the user's way to grow it). */
+static enum dr_severity helper_sev = DR_INFO;
 
 static void check_owned(const char *path, int dir, mode_t mode, uid_t uid, gid_t gid, const char *gname, int *bad) {
   struct stat st;
@@ -172,7 +195,7 @@ static void check_owned(const char *path, int dir, mode_t mode, uid_t uid, gid_t
       (void)snprintf(fix, sizeof fix, "install -d -o root -g %s -m %04o %s", gname, (unsigned)mode, path);
     else
       (void)snprintf(fix, sizeof fix, "install -o root -g %s -m %04o /dev/null %s", gname, (unsigned)mode, path);
-    dr_problem(DR_ERROR, fix, "%s is missing (the helper never creates its state files)", path);
+    dr_problem(helper_sev, fix, "%s is missing (the helper never creates its state files)", path);
     *bad = 1;
     return;
   }
@@ -181,7 +204,7 @@ static void check_owned(const char *path, int dir, mode_t mode, uid_t uid, gid_t
     char have[64];
     group_name(st.st_gid, have, sizeof have);
     (void)snprintf(fix, sizeof fix, "chown root:%s %s && chmod %04o %s", gname, path, (unsigned)mode, path);
-    dr_problem(DR_ERROR, type_ok ? fix : "", "%s is %s uid %lu group %s mode %04o; the helper needs %s root:%s %04o",
+    dr_problem(helper_sev, type_ok ? fix : "", "%s is %s uid %lu group %s mode %04o; the helper needs %s root:%s %04o",
                path,
                S_ISDIR(st.st_mode)   ? "a directory"
                : S_ISREG(st.st_mode) ? "a file"
@@ -194,6 +217,7 @@ static void check_owned(const char *path, int dir, mode_t mode, uid_t uid, gid_t
 
 void dr_check_helper(const struct dr_need *need, int pool_short) {
   dr_section("helper", "hugepool-reserve (pool helper for users without root)");
+  helper_sev = pool_short ? DR_WARNING : DR_INFO;
   const char *bin = find_helper();
   uid_t uid = getuid();
   char me[64];
@@ -204,8 +228,8 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
     dr_kv_str("installed", "no");
     if (pool_short && geteuid() != 0)
       dr_problem(DR_WARNING,
-                 "setuid-helper/install.sh --bin build/setuid-helper/hugepool-reserve   (as root; or install the "
-                 "hugepool-helper package)",
+                 "install the hugepool-helper package, or run setuid-helper/install.sh from hugepool's source "
+                 "tree   (as root)",
                  "the pool is short and hugepool-reserve is not installed: only root can grow the pool");
     return;
   }
@@ -228,7 +252,7 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
   if (!S_ISREG(st.st_mode) || st.st_uid != 0 || st.st_gid == 0 || (st.st_mode & 07777) != 02711) {
     (void)snprintf(fix, sizeof fix, "%schown root:%s %s && chmod 2711 %s   (as root)",
                    st.st_gid == 0 ? "groupadd --system hugepool; " : "", expect_group, bin, bin);
-    dr_problem(DR_ERROR, fix,
+    dr_problem(helper_sev, fix,
                "%s must be owned by root, setgid to its own group (not root), mode 2711 (it is uid %lu, group %s, "
                "mode %04o)",
                bin, (unsigned long)st.st_uid, gname, (unsigned)(st.st_mode & 07777));
@@ -237,7 +261,7 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
   char mnt[1024] = "/";
   if (on_nosuid(bin, mnt, sizeof mnt)) {
     (void)snprintf(fix, sizeof fix, "mount -o remount,suid %s   (as root; or install the helper elsewhere)", mnt);
-    dr_problem(DR_ERROR, fix, "%s is on %s, mounted nosuid: its setgid bit is ignored", bin, mnt);
+    dr_problem(helper_sev, fix, "%s is on %s, mounted nosuid: its setgid bit is ignored", bin, mnt);
     bad = 1;
   }
   gid_t hgid = st.st_gid;
@@ -248,14 +272,14 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
   char text[RESERVE_CONF_MAX + 2];
   struct stat cs;
   if (dr_lstat(DOCTOR_RESERVE_CONF, &cs) != 0) {
-    dr_problem(DR_ERROR,
+    dr_problem(helper_sev,
                "install -d -m 0755 /etc/hugepool && printf '%s\\n' 'max_pages 4096' 'max_fraction 0.5' "
                "'min_free_mb 2048' 'group hugepool-users' 'require_job no' > " DOCTOR_RESERVE_CONF
                " && chmod 0644 " DOCTOR_RESERVE_CONF "   (as root, then adjust the limits)",
                "the helper's config %s is missing: it refuses every request", DOCTOR_RESERVE_CONF);
     bad = 1;
   } else if (!S_ISREG(cs.st_mode) || cs.st_uid != 0 || (cs.st_mode & 022)) {
-    dr_problem(DR_ERROR, "chown root:root " DOCTOR_RESERVE_CONF " && chmod 0644 " DOCTOR_RESERVE_CONF "   (as root)",
+    dr_problem(helper_sev, "chown root:root " DOCTOR_RESERVE_CONF " && chmod 0644 " DOCTOR_RESERVE_CONF "   (as root)",
                "the helper's config %s must be a regular file owned by root, not writable by group or others (uid "
                "%lu, mode %04o): the helper refuses it",
                DOCTOR_RESERVE_CONF, (unsigned long)cs.st_uid, (unsigned)(cs.st_mode & 07777));
@@ -264,11 +288,11 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
     long n = dr_read(DOCTOR_RESERVE_CONF, text, sizeof text);
     char err[256] = "";
     if (n < 0 || n > RESERVE_CONF_MAX) {
-      dr_problem(DR_ERROR, "sudoedit " DOCTOR_RESERVE_CONF, "the helper's config %s is unreadable or over %d bytes",
+      dr_problem(helper_sev, "sudoedit " DOCTOR_RESERVE_CONF, "the helper's config %s is unreadable or over %d bytes",
                  DOCTOR_RESERVE_CONF, RESERVE_CONF_MAX);
       bad = 1;
     } else if (reserve_parse_config(text, (size_t)n, &cfg, err, sizeof err) != 0) {
-      dr_problem(DR_ERROR, "sudoedit " DOCTOR_RESERVE_CONF, "the helper refuses its config %s: %s", DOCTOR_RESERVE_CONF,
+      dr_problem(helper_sev, "sudoedit " DOCTOR_RESERVE_CONF, "the helper refuses its config %s: %s", DOCTOR_RESERVE_CONF,
                  err);
       bad = 1;
     } else {
@@ -299,7 +323,7 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
                      "/sys/kernel/mm/hugepages/hugepages-*/nr_hugepages "
                      "/sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages   (as root)",
                      gname);
-      dr_problem(DR_ERROR, fix,
+      dr_problem(helper_sev, fix,
                  "%s is not writable by group %s (sysfs forgot the mode at boot?): the helper cannot "
                  "resize the pool",
                  pool, gname);
@@ -312,7 +336,7 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
                      "/sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages 0664 root %s -' "
                      "'d " DOCTOR_RESERVE_JOBS_DIR " 0755 root root -' > " TMPFILES_RULE "   (as root)",
                      gname, gname);
-      dr_problem(DR_WARNING, fix, "%s is missing: the pool files lose their group write access at the next boot",
+      dr_problem(helper_sev, fix, "%s is missing: the pool files lose their group write access at the next boot",
                  TMPFILES_RULE);
     }
   }
@@ -330,14 +354,14 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
     if (group_gid(cfg.group, &ugid) != 0) {
       (void)snprintf(fix, sizeof fix, "groupadd %s && usermod -aG %s %s   (as root; %s logs in again)", cfg.group,
                      cfg.group, me, me);
-      dr_problem(pool_short ? DR_ERROR : DR_WARNING, fix,
+      dr_problem(helper_sev, fix,
                  "group '%s' named in %s does not exist: nobody but root "
                  "may use the helper",
                  cfg.group, DOCTOR_RESERVE_CONF);
       may = "no (its group does not exist)";
     } else if (!caller_in_group(ugid)) {
       (void)snprintf(fix, sizeof fix, "usermod -aG %s %s   (as root; %s logs in again)", cfg.group, me, me);
-      dr_problem(pool_short ? DR_ERROR : DR_WARNING, fix, "user %s is not in group '%s': the helper refuses them", me,
+      dr_problem(helper_sev, fix, "user %s is not in group '%s': the helper refuses them", me,
                  cfg.group);
       may = "no (not in its group)";
     } else if (cfg.require_job) {
@@ -350,7 +374,7 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
         in_job = dr_lstat(path, &js) == 0 && S_ISREG(js.st_mode) && js.st_uid == 0;
       }
       if (!in_job) {
-        dr_problem(pool_short ? DR_ERROR : DR_INFO,
+        dr_problem(helper_sev,
                    "srun --hugepages=N ...   (or run hugepool-reserve inside your job)",
                    "the config requires a Slurm job of yours on this node (require_job yes) and this shell is not in "
                    "one: the helper refuses until it is");
@@ -363,7 +387,7 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
     }
   }
   if (cfg_ok && want > cfg.max_pages)
-    dr_problem(DR_WARNING, "", "the job needs %llu 2 MB pages; the site allows one user %llu through the helper", want,
+    dr_problem(helper_sev, "", "the job needs %llu 2 MB pages; the site allows one user %llu through the helper", want,
                cfg.max_pages);
   dr_row("may %s use it: %s", me, may);
   dr_kv_str("user", me);

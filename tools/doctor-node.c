@@ -9,8 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h> /* environ */
 
 #include "doctor.h"
+/* The library's option table and parsers (lib/option-table.c, linked in);
+ * by path, as setuid-helper/ has an internal.h of its own. */
+#include "../lib/internal.h"
 
 #define MB (1ULL << 20)
 #define UNLIMITED_BYTES (1ULL << 62) /* cgroup v1 prints ~2^63 for "no limit" */
@@ -272,9 +276,10 @@ void dr_check_mounts_thp(void) {
     }
   }
   if (dr_section_rows() == 0) {
-    dr_problem(DR_INFO, "hugeadm --create-global-mounts   (as root; package libhugetlbfs-bin)",
+    dr_problem(DR_INFO, "",
                "no hugetlbfs is mounted: hugepool does not need one (it maps MAP_HUGETLB); programs that create "
-               "files on hugetlbfs (libhugetlbfs, some MPI shared-memory transports) do");
+               "files on hugetlbfs (libhugetlbfs, some MPI shared-memory transports) do "
+               "(hugeadm --create-global-mounts makes them)");
   }
 
   dr_section("thp", "transparent huge pages");
@@ -502,6 +507,47 @@ static int yes(const char *v) {
                strcmp(v, "Y") == 0 || strcmp(v, "YES") == 0);
 }
 
+/* Every HUGEPOOL_* variable, judged by the library's own option table and
+ * parsers: a name that is no option, or a value that will not parse, is
+ * ignored by the library (with one warning at start) and the default used. */
+static void check_hugepool_variables(void) {
+  for (char **e = environ; e && *e; e++) {
+    if (strncmp(*e, "HUGEPOOL_", 9) != 0) continue;
+    size_t len = strcspn(*e, "=");
+    const char *value = (*e)[len] ? *e + len + 1 : "";
+    char fix[400];
+    dr_row("%s", *e);
+    dr_kv_str("value", value);
+    hp_option_id id = option_find(*e, len);
+    if (id == HP_OPT_COUNT) {
+      dr_kv_str("name", "");
+      hp_option_id near = option_closest(*e, len);
+      if (near != HP_OPT_COUNT) {
+        (void)snprintf(fix, sizeof fix, "unset %.*s; export %s='%s'", (int)len, *e, option_desc(near)->name, value);
+        dr_problem(DR_WARNING, fix, "%.*s is not a hugepool option (did you mean %s?): it is ignored", (int)len, *e,
+                   option_desc(near)->name);
+      } else {
+        (void)snprintf(fix, sizeof fix, "unset %.*s   (the options: hugepool(3), hugepool-run --help)", (int)len, *e);
+        dr_problem(DR_WARNING, fix, "%.*s is not a hugepool option: it is ignored", (int)len, *e);
+      }
+      continue;
+    }
+    const hp_option_desc *d = option_desc(id);
+    dr_kv_str("name", d->name);
+    char expected[96], def[48];
+    long long v = 0;
+    if (option_parse(id, value, true, &v, expected, sizeof expected) != 0) {
+      option_format(id, d->default_value, def, sizeof def);
+      (void)snprintf(fix, sizeof fix, "export %s=%s   (or unset %s)", d->name, def, d->name);
+      dr_problem(DR_WARNING, fix, "%s='%s' is not valid (expected %s): the library ignores it and uses the default",
+                 d->name, value, expected);
+    } else if (option_parse(id, value, false, &v, expected, sizeof expected) != 0) {
+      dr_problem(DR_INFO, "", "%s=%s applies under hugepool-run only; a program linked with the library accepts %s",
+                 d->name, value, expected);
+    }
+  }
+}
+
 void dr_check_limits_env(void) {
   char limits[8192];
   dr_section("limits", "RLIMIT_MEMLOCK (what NIC memory registration needs)");
@@ -527,7 +573,7 @@ void dr_check_limits_env(void) {
                    "InfiniBand/RoCE needs it unlimited",
                    soft);
       else
-        dr_problem(DR_INFO, fix, "RLIMIT_MEMLOCK is %s bytes (no RDMA device here, so nothing needs more)", soft);
+        dr_problem(DR_INFO, "", "RLIMIT_MEMLOCK is %s bytes (no RDMA device here, so nothing needs more)", soft);
     }
   }
 
@@ -545,13 +591,7 @@ void dr_check_limits_env(void) {
                                      "FI_PROVIDER",
                                      "FI_MR_CACHE_MONITOR",
                                      "FI_MR_CACHE_MAX_SIZE",
-                                     "FI_MR_CACHE_MAX_COUNT",
-                                     "HUGEPOOL_POLICY",
-                                     "HUGEPOOL_PAGE_SIZE",
-                                     "HUGEPOOL_THRESHOLD",
-                                     "HUGEPOOL_CACHE_BYTES",
-                                     "HUGEPOOL_CACHE_SLOTS",
-                                     "HUGEPOOL_STATS_FILE"};
+                                     "FI_MR_CACHE_MAX_COUNT"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
     const char *v = getenv(vars[i]);
     if (!v) continue;
@@ -559,6 +599,7 @@ void dr_check_limits_env(void) {
     dr_kv_str("name", vars[i]);
     dr_kv_str("value", v);
   }
+  check_hugepool_variables();
   const char *pre = getenv("LD_PRELOAD");
   const char *hooks = getenv("UCX_MEM_MALLOC_HOOKS");
   int preloaded = pre && strstr(pre, "hugepool_preload");

@@ -2,11 +2,15 @@
 """hugepool doctor against prepared /proc, /sys and /etc trees, one per
 problem it must find (each must come with its fix), and on the real node.
 
-    test_doctor.py HUGEPOOL_BINARY [--real]
+    test_doctor.py HUGEPOOL_BINARY [--real | --installed BUILD_DIR]
 
 Fake trees: the doctor must name every problem planted in a tree and nothing
 worse than a note in the healthy one.  --real: the node's own pool, resized
-under the machine-wide pool lock, compared with what the kernel says."""
+under the machine-wide pool lock, compared with what the kernel says.
+--installed: the doctor of the build tree and the same doctor installed with
+`cmake --install` into a prefix give the same verdict on the real node with
+64 free pages (the installed copy finds the plain, unprivileged helper
+installed beside it, which must not fail the verdict)."""
 import fcntl
 import json
 import os
@@ -17,6 +21,7 @@ import tempfile
 
 BIN = os.path.abspath(sys.argv[1])
 REAL = "--real" in sys.argv
+INSTALLED = sys.argv[sys.argv.index("--installed") + 1] if "--installed" in sys.argv else None
 HPGID = 4242      # the helper's group in the fake trees
 USERS_GID = 4243  # the config's users group
 failures = []
@@ -104,8 +109,11 @@ def doctor(root, *args, **kw):
 
 
 def has(rep, sev, what, fix=None):
+    """A problem of that severity whose text has `what` and whose fix has
+    `fix` (fix "": a problem with no fix at all)."""
     for pr in rep["problems"]:
-        if pr["severity"] == sev and what in pr["what"] and (fix is None or fix in pr["fix"]):
+        if pr["severity"] == sev and what in pr["what"] and (
+                fix is None or (fix in pr["fix"] if fix else pr["fix"] == "")):
             return True
     return False
 
@@ -182,7 +190,7 @@ def fake_trees():
     # UCX's shared memory: 3 pages per rank on top of the buffers.
     scenario("ranks: buffers and UCX fit",
              lambda r: put(r, "/proc/mounts", "/dev/vda1 / ext4 rw 0 0\ncgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n"),
-             "note", "no hugetlbfs is mounted", rc=0, args=("--need", "200M", "--ranks", "4"))
+             "note", "no hugetlbfs is mounted", "", rc=0, args=("--need", "200M", "--ranks", "4"))
     scenario("ranks: UCX's pages tip the pool over", None, "error",
              "512 free unreserved pages and the job needs 515", "vm.nr_hugepages=515", args=("--need", "200M", "--ranks", "5"))
     scenario("no 2 MB pool", lambda r: shutil.rmtree(os.path.join(r, "sys/kernel/mm/hugepages/hugepages-2048kB")),
@@ -232,7 +240,7 @@ def fake_trees():
     shutil.rmtree(root)
 
     memlock = write("/proc/self/limits", "Max locked memory         65536                65536                bytes\n")
-    scenario("memlock finite, no NIC", memlock, "note", "RLIMIT_MEMLOCK is 65536")
+    scenario("memlock finite, no NIC: a note without a fix", memlock, "note", "RLIMIT_MEMLOCK is 65536", "")
     scenario("memlock finite with an RDMA device",
              lambda r: [memlock(r), put(r, "/sys/class/infiniband/mlx5_0/node_type", "1: CA\n")],
              "warning", "RLIMIT_MEMLOCK is 65536", "memlock unlimited")
@@ -241,35 +249,55 @@ def fake_trees():
     scenario("preload without the UCX variables", None, "warning", "UCX_MEM_MALLOC_HOOKS is unset",
              env={"LD_PRELOAD": "/nonexistent/libhugepool_preload.so"})
     scenario("UCX_TLS without cma", None, "note", "leaves out CMA", env={"UCX_TLS": "posix,self"})
+    # HUGEPOOL_* variables, judged by the library's option table.
+    scenario("a misspelt option name", None, "warning", "HUGEPOOL_POLCY is not a hugepool option (did you mean "
+             "HUGEPOOL_POLICY?)", "export HUGEPOOL_POLICY='thp'", env={"HUGEPOOL_POLCY": "thp"})
+    scenario("an unknown option name", None, "warning", "HUGEPOOL_COLOUR is not a hugepool option",
+             "unset HUGEPOOL_COLOUR", env={"HUGEPOOL_COLOUR": "blue"})
+    scenario("a value that will not parse", None, "warning", "HUGEPOOL_CACHE_BYTES='lots' is not valid",
+             "export HUGEPOOL_CACHE_BYTES=1G", env={"HUGEPOOL_CACHE_BYTES": "lots"})
+    scenario("a value out of range", None, "warning", "HUGEPOOL_CACHE_SLOTS='2000000' is not valid",
+             env={"HUGEPOOL_CACHE_SLOTS": "2000000"})
+    scenario("a preload-only value", None, "note", "HUGEPOOL_POLICY=fallback applies under hugepool-run only",
+             env={"HUGEPOOL_POLICY": "fallback"})
+    root = tempfile.mkdtemp(prefix="doctor-")
+    os.chmod(root, 0o755)
+    healthy_tree(root)
+    code, rep, err = doctor(root, env={"HUGEPOOL_POLICY": "thp", "HUGEPOOL_CACHE_BYTES": "2G"})
+    check(rep is not None and code == 0 and rep["verdict"] == "ok",
+          f"valid HUGEPOOL_* values: no problem ({rep and rep['problems']})")
+    shutil.rmtree(root)
 
+    # The helper is optional: what is wrong with it is a note with its fix
+    # (a warning when the pool is short), never a failed verdict.
     b = "/usr/local/bin/hugepool-reserve"
     scenario("helper setuid root instead of setgid", lambda r: os.chmod(os.path.join(r, b[1:]), 0o4755),
-             "error", "mode 2711", f"chmod 2711 {b}")
-    scenario("helper group root", lambda r: os.chown(os.path.join(r, b[1:]), 0, 0), "error", "setgid to its own group",
+             "note", "mode 2711", f"chmod 2711 {b}")
+    scenario("helper group root", lambda r: os.chown(os.path.join(r, b[1:]), 0, 0), "note", "setgid to its own group",
              "groupadd --system hugepool")
     scenario("helper on a nosuid mount",
              lambda r: put(r, "/proc/mounts", "/dev/vda1 / ext4 rw 0 0\n/dev/vdb /usr/local ext4 rw,nosuid 0 0\n"),
-             "error", "mounted nosuid", "mount -o remount,suid /usr/local")
-    scenario("config missing", rm("/etc/hugepool/reserve.conf"), "error", "config /etc/hugepool/reserve.conf is missing",
+             "note", "mounted nosuid", "mount -o remount,suid /usr/local")
+    scenario("config missing", rm("/etc/hugepool/reserve.conf"), "note", "config /etc/hugepool/reserve.conf is missing",
              "'group hugepool-users'")
     scenario("config writable by group", lambda r: os.chmod(os.path.join(r, "etc/hugepool/reserve.conf"), 0o664),
-             "error", "not writable by group or others", "chmod 0644 /etc/hugepool/reserve.conf")
+             "note", "not writable by group or others", "chmod 0644 /etc/hugepool/reserve.conf")
     scenario("config refused by the helper's parser", write("/etc/hugepool/reserve.conf", "max_pages 12x\n"),
-             "error", "the helper refuses its config", "sudoedit")
-    scenario("state file missing", rm("/var/lib/hugepool/grants"), "error", "/var/lib/hugepool/grants is missing",
+             "note", "the helper refuses its config", "sudoedit")
+    scenario("state file missing", rm("/var/lib/hugepool/grants"), "note", "/var/lib/hugepool/grants is missing",
              "install -o root -g hugepool -m 0660 /dev/null /var/lib/hugepool/grants")
-    scenario("lock file mode", lambda r: os.chmod(os.path.join(r, "var/lib/hugepool/lock"), 0o666), "error",
+    scenario("lock file mode", lambda r: os.chmod(os.path.join(r, "var/lib/hugepool/lock"), 0o666), "note",
              "/var/lib/hugepool/lock", "chmod 0660 /var/lib/hugepool/lock")
     scenario("sysfs pool file lost its group mode",
              lambda r: os.chmod(os.path.join(r, "sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"), 0o644),
-             "error", "not writable by group hugepool", "chgrp hugepool")
-    scenario("no tmpfiles rule", rm("/etc/tmpfiles.d/hugepool.conf"), "warning", "next boot",
+             "note", "not writable by group hugepool", "chgrp hugepool")
+    scenario("no tmpfiles rule", rm("/etc/tmpfiles.d/hugepool.conf"), "note", "next boot",
              "> /etc/tmpfiles.d/hugepool.conf")
-    scenario("user not in the config's group", None, "warning", "is not in group 'hugepool-users'",
+    scenario("user not in the config's group", None, "note", "is not in group 'hugepool-users'",
              "usermod -aG hugepool-users nobody", as_user=("65534", "65534", "65534"))
     scenario("user not in the group and the pool short",
              lambda r: write("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "0\n")(r),
-             "error", "is not in group 'hugepool-users'", as_user=("65534", "65534", "65534"))
+             "warning", "is not in group 'hugepool-users'", rc=1, as_user=("65534", "65534", "65534"))
     scenario("require_job outside a job", write("/etc/hugepool/reserve.conf", "max_pages 4096\nmax_fraction 0.5\n"
              "min_free_mb 2048\ngroup hugepool-users\nrequire_job yes\n"), "note", "require_job yes",
              as_user=("65534", "65534", str(USERS_GID)))
@@ -395,11 +423,59 @@ def real_node():
                 f.write(f"{before}\n")
 
 
+def installed_copy(build):
+    hp = "/proc/sys/vm/nr_hugepages"
+    prefix = tempfile.mkdtemp(prefix="doctor-prefix-")
+    try:
+        p = subprocess.run(["cmake", "--install", build, "--prefix", prefix], capture_output=True, text=True)
+        check(p.returncode == 0, f"cmake --install into {prefix} ({p.stderr.strip()[:300]})")
+        inst = os.path.join(prefix, "bin", "hugepool")
+        helper = os.path.join(prefix, "sbin", "hugepool-reserve")
+        with open("/tmp/hugepool-pool.lock", "a") as lk:
+            fcntl.flock(lk, fcntl.LOCK_EX)
+            before = int(open(hp).read())
+            try:
+                # 64 free unreserved pages (others may hold some of the pool).
+                with open(hp, "w") as f:
+                    f.write(f"{before + 64 - kernel_usable()}\n")
+                if kernel_usable() < 64:
+                    print("skip: cannot make 64 pages free")
+                    sys.exit(77)
+                results = {}
+                for name, exe in (("build tree", BIN), ("installed", inst)):
+                    e = {k: v for k, v in os.environ.items()
+                         if not k.startswith(("UCX_", "FI_", "HUGEPOOL_", "SLURM_", "LD_PRELOAD"))}
+                    # As an administrator would: the prefix's bin on PATH.
+                    e["PATH"] = os.path.dirname(exe) + ":" + e.get("PATH", "/usr/bin:/bin")
+                    p = subprocess.run([exe, "doctor", "--need", "64M", "--json"], capture_output=True, text=True,
+                                       env=e, timeout=60)
+                    rep = json.loads(p.stdout)
+                    results[name] = (p.returncode, rep)
+                    check(p.returncode == 0 and rep["verdict"] != "fail",
+                          f"{name} doctor, 64 free pages, --need 64M: works (exit {p.returncode}, {rep['summary']}; "
+                          f"{[x for x in rep['problems'] if x['severity'] != 'note']})")
+                (rc_b, rep_b), (rc_i, rep_i) = results["build tree"], results["installed"]
+                check(rc_b == rc_i and rep_b["verdict"] == rep_i["verdict"],
+                      f"same verdict from the build tree and the installed copy ({rep_b['verdict']}, {rep_i['verdict']})")
+                found = [x.get("installed") for x in rep_i["helper"] if "installed" in x]
+                check(found == [os.path.realpath(helper)],
+                      f"the installed doctor finds the helper installed beside it ({found})")
+                check(any(x["severity"] == "note" and helper in x["what"] and x["fix"] for x in rep_i["problems"]),
+                      "the unprivileged helper is a note with its fix")
+            finally:
+                with open(hp, "w") as f:
+                    f.write(f"{before}\n")
+    finally:
+        shutil.rmtree(prefix)
+
+
 if __name__ == "__main__":
     if os.geteuid() != 0:
         print("skip: needs root (fake trees with root-owned files, setpriv)")
         sys.exit(77)
-    if REAL:
+    if INSTALLED:
+        installed_copy(INSTALLED)
+    elif REAL:
         real_node()
     else:
         fake_trees()
