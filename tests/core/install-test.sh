@@ -21,4 +21,40 @@ static_libs=${static_libs/-lhugepool/-l:libhugepool.a}
 g++ -std=c++17 "$src/consumer/consumer.cpp" $(PKG_CONFIG_PATH=$libdir pkg-config --cflags --libs-only-L hugepool) \
   $static_libs -o "$tmp/pc-static"
 "$tmp/pc-static"
-echo "install test: find_package and pkg-config consumers built and ran"
+
+# The installed programs work from any prefix, moved after installation,
+# without LD_LIBRARY_PATH: their RUNPATH is relative ($ORIGIN/../lib).
+mv "$tmp/prefix" "$tmp/moved"
+unset LD_LIBRARY_PATH
+fails=0
+for exe in "$tmp"/moved/bin/* "$tmp"/moved/sbin/*; do
+  [[ -f $exe && -x $exe ]] || continue
+  head -c 4 "$exe" | grep -q ELF || continue
+  # The loader's view (ldd without running the program: the demo would resize the pool).
+  if out=$(LD_TRACE_LOADED_OBJECTS=1 "$exe" 2>&1) && ! grep -q 'not found' <<<"$out"; then
+    if grep -q libhugepool <<<"$out" && ! grep -q "libhugepool[^ ]* => $tmp/moved/" <<<"$out"; then
+      echo "FAIL $exe resolves libhugepool outside the moved prefix: $out"
+      fails=$((fails + 1))
+    fi
+  else
+    echo "FAIL $exe from a moved prefix: $out"
+    fails=$((fails + 1))
+  fi
+done
+lib=$(find "$tmp/moved" -name 'libhugepool_mpi.so.*' -type f | head -n 1)
+if [[ -n $lib ]] && LD_TRACE_LOADED_OBJECTS=1 /lib64/ld-linux-x86-64.so.2 "$lib" 2>&1 | grep -q 'libhugepool.so.0 => not found'; then
+  echo "FAIL $lib does not find libhugepool.so.0 beside it"
+  fails=$((fails + 1))
+fi
+if [[ -x $tmp/moved/bin/hugepool-run ]]; then
+  out=$("$tmp/moved/bin/hugepool-run" -- /bin/cat /proc/self/maps 2>&1) || true
+  grep -q "$tmp/moved/.*libhugepool_preload.so" <<<"$out" ||
+    { echo "FAIL hugepool-run from a moved prefix did not preload its interposer: $out"; fails=$((fails + 1)); }
+fi
+if [[ -x $tmp/moved/bin/hugepool ]]; then
+  "$tmp/moved/bin/hugepool" --version >/dev/null || { echo "FAIL hugepool --version"; fails=$((fails + 1)); }
+fi
+head -n 1 "$tmp/moved/bin/hugepool-stats" 2>/dev/null | grep -qx '#!/usr/bin/env python3' ||
+  [[ ! -e $tmp/moved/bin/hugepool-stats ]] || { echo "FAIL hugepool-stats does not run the python3 on PATH"; fails=$((fails + 1)); }
+((fails == 0)) || exit 1
+echo "install test: find_package and pkg-config consumers built and ran; installed programs run from a moved prefix"
