@@ -28,7 +28,8 @@
 #ifndef DOCTOR_RESERVE_JOBS_DIR
 #define DOCTOR_RESERVE_JOBS_DIR "/run/hugepool/jobs"
 #endif
-#define TMPFILES_RULE "/etc/tmpfiles.d/hugepool.conf"
+#define TMPFILES_RULE "/etc/tmpfiles.d/hugepool.conf"         /* install.sh's */
+#define TMPFILES_RULE_PKG "/usr/lib/tmpfiles.d/hugepool.conf" /* the hugepool-helper package's */
 
 /* Group and user names: NSS on the real system, the tree's /etc files below
  * --root (so tests never depend on the machine's accounts). */
@@ -330,7 +331,7 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
       bad = 1;
     }
     struct stat ts;
-    if (dr_lstat(TMPFILES_RULE, &ts) != 0) {
+    if (dr_lstat(TMPFILES_RULE, &ts) != 0 && dr_lstat(TMPFILES_RULE_PKG, &ts) != 0) {
       (void)snprintf(fix, sizeof fix,
                      "printf '%%s\\n' 'z /sys/kernel/mm/hugepages/hugepages-*/nr_hugepages 0664 root %s -' 'z "
                      "/sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages 0664 root %s -' "
