@@ -184,3 +184,7 @@ hp_option_id option_closest(const char *name, size_t len) {
   }
   return best;
 }
+
+bool option_foreign(const char *name, size_t len) {
+  return (len == 13 && strncmp(name, "HUGEPOOL_ROOT", len) == 0) || (len == 12 && strncmp(name, "HUGEPOOL_DIR", len) == 0);
+}

@@ -70,7 +70,7 @@ static void warn_unknown_names(void) {
   for (char **e = environ; e && *e; e++) {
     if (strncmp(*e, "HUGEPOOL_", 9) != 0) continue;
     size_t len = strcspn(*e, "=");
-    if (option_find(*e, len) != HP_OPT_COUNT) continue;
+    if (option_find(*e, len) != HP_OPT_COUNT || option_foreign(*e, len)) continue;
     hp_option_id near = option_closest(*e, len);
     if (near != HP_OPT_COUNT)
       hp_warn("%.*s is not a hugepool option (did you mean %s?); it is ignored", (int)len, *e, option_desc(near)->name);

@@ -519,6 +519,10 @@ static void check_hugepool_variables(void) {
     dr_row("%s", *e);
     dr_kv_str("value", value);
     hp_option_id id = option_find(*e, len);
+    if (option_foreign(*e, len)) {
+      dr_kv_str("name", "");
+      continue;
+    }
     if (id == HP_OPT_COUNT) {
       dr_kv_str("name", "");
       hp_option_id near = option_closest(*e, len);

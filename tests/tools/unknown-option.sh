@@ -24,5 +24,8 @@ grep -q 'HUGEPOOL_SHINY is not a hugepool option; it is ignored' <<<"$err" &&
   pass "a name like no option: a plain warning" || fail "stderr: $err"
 err=$("${clean[@]}" HUGEPOOL_POLICY=thp HUGEPOOL_CACHE_SLOTS=8 "$probe" 0 0 2>&1 >/dev/null)
 [[ -z $err ]] && pass "valid names: nothing on stderr" || fail "stderr: $err"
+# Set for hugepool by Spack's modules and for CMake's find_package: no mistake.
+err=$("${clean[@]}" HUGEPOOL_ROOT=/opt/hugepool HUGEPOOL_DIR=/opt/hugepool/lib/cmake "$probe" 0 0 2>&1 >/dev/null)
+[[ -z $err ]] && pass "HUGEPOOL_ROOT, HUGEPOOL_DIR: nothing on stderr" || fail "stderr: $err"
 echo "$fails failure(s)"
 ((fails == 0))

@@ -1,0 +1,88 @@
+"""Spack package for hugepool, kept with its source (packaging/spack is a
+Spack package repository: `spack repo add packaging/spack`).
+
+Build from a checkout with `spack develop --path <checkout> hugepool@=0.1.0`
+in an environment, then `spack install`; tests/tools/spack.sh does that
+against externals for Debian's packages."""
+
+try:  # Spack 1.x: build systems live in the builtin repository
+    from spack_repo.builtin.build_systems.cmake import CMakePackage
+except ImportError:  # Spack 0.x
+    pass
+from spack.package import *  # noqa: F401,F403
+
+
+class Hugepool(CMakePackage):
+    """Guaranteed hugetlb buffers for HPC communication: a C API and STL
+    allocator on explicit 2 MB / 1 GB hugetlb mappings with a reuse cache,
+    an LD_PRELOAD interposer (hugepool-run) for unmodified programs and MPI
+    jobs, a setgid helper that lets users size the node's pool within site
+    limits (with a Slurm SPANK plugin), node-shared segments for the ranks
+    of an MPI communicator, and a doctor that says what to fix."""
+
+    license("BSD-3-Clause")
+
+    version("0.1.0")
+
+    variant("mpi", default=True, description="MPI layer (libhugepool_mpi) and MPI_Alloc_mem under hugepool-run")
+    variant("preload", default=True, description="LD_PRELOAD interposer and the hugepool-run launcher")
+    variant("helper", default=True, description="hugepool-reserve, the pool helper (made setgid by the site)")
+    variant("slurm", default=False, when="+helper", description="Slurm SPANK plugin: srun --hugepages=N")
+    variant("tools", default=True, description="hugepool doctor, hugepool-stats, man pages")
+    # The helper's compiled-in paths: never read from the environment.
+    variant("reserve_conf", default="/etc/hugepool/reserve.conf", when="+helper",
+            description="the helper's site config")
+    variant("state_dir", default="/var/lib/hugepool", when="+helper",
+            description="the helper's lock and grant table")
+    variant("jobs_dir", default="/run/hugepool/jobs", when="+helper",
+            description="the Slurm job registry")
+
+    depends_on("c", type="build")
+    depends_on("cxx", type="build")
+    depends_on("cmake@3.25:", type="build")
+    depends_on("pkgconfig", type="build")
+    depends_on("numactl")
+    depends_on("mpi", when="+mpi")
+    # The small heap is a private copy of jemalloc 5.3's libjemalloc_pic.a.
+    depends_on("jemalloc@5.3", when="+preload")
+    depends_on("slurm", when="+slurm")
+    depends_on("python@3:", type="run", when="+tools")
+
+    conflicts("platform=darwin", msg="hugetlb pages are a Linux kernel feature")
+    conflicts("platform=windows", msg="hugetlb pages are a Linux kernel feature")
+
+    def cmake_args(self):
+        spec = self.spec
+        args = [
+            self.define_from_variant("HUGEPOOL_BUILD_MPI", "mpi"),
+            self.define_from_variant("HUGEPOOL_BUILD_PRELOAD", "preload"),
+            self.define_from_variant("HUGEPOOL_BUILD_HELPER", "helper"),
+            self.define_from_variant("HUGEPOOL_BUILD_TOOLS", "tools"),
+            self.define("HUGEPOOL_BUILD_BENCH", False),
+            # Spack writes its own modulefiles.
+            self.define("HUGEPOOL_INSTALL_MODULEFILES", False),
+            self.define("HUGEPOOL_BUILD_TESTS", self.run_tests),
+        ]
+        if spec.satisfies("+helper"):
+            args += [
+                self.define_from_variant("HUGEPOOL_RESERVE_CONF", "reserve_conf"),
+                self.define_from_variant("HUGEPOOL_RESERVE_STATE_DIR", "state_dir"),
+                self.define_from_variant("HUGEPOOL_RESERVE_JOBS_DIR", "jobs_dir"),
+            ]
+        # jemalloc's libjemalloc_pic.a is found through CMAKE_PREFIX_PATH
+        # (Debian's external keeps it in the multiarch directory).
+        if spec.satisfies("~slurm"):
+            # spank.h of a Slurm outside the spec must not switch the plugin on.
+            args.append(self.define("HUGEPOOL_SPANK_INCLUDE", "HUGEPOOL_SPANK_INCLUDE-NOTFOUND"))
+        else:
+            args.append(self.define("HUGEPOOL_SPANK_INCLUDE", spec["slurm"].prefix.include))
+        return args
+
+    @run_after("install")
+    def check_install(self):
+        """The installed doctor runs and gives its verdict (it only reads)."""
+        if self.spec.satisfies("+tools"):
+            doctor = Executable(join_path(self.prefix.bin, "hugepool"))
+            out = doctor("doctor", output=str, error=str, fail_on_error=False)
+            if "verdict:" not in out:
+                raise InstallError("hugepool doctor printed no verdict:\n" + out)

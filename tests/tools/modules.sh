@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The modulefiles an install generates, as a user meets them: install the
+# build into a prefix, move the prefix, then with Lmod (Debian's lmod, which
+# reads Lua and Tcl modulefiles) `module load hugepool` puts hugepool-run,
+# the man pages, find_package(hugepool) and pkg-config in reach, and
+# `module load hugepool-preload` runs every program under the interposer
+# until it is unloaded.  Once with the Lua files, once with the Tcl ones.
+#   modules.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+build=$1
+src=$2
+init=/usr/share/lmod/lmod/init/bash
+[[ -f $init ]] || { echo "skip: Lmod is not installed (bash .ci/deps installs lmod)"; exit 77; }
+fails=0
+pass() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null || { echo "cmake --install failed"; exit 1; }
+mv "$tmp/prefix" "$tmp/moved"
+p=$tmp/moved
+for f in share/lmod/modulefiles/hugepool share/modulefiles/hugepool; do
+  [[ -n $(ls "$p/$f" 2>/dev/null) ]] && pass "installed $f/" || fail "no $f/ in the prefix"
+done
+
+check_flavour() { # $1: lua|tcl, $2: module directory
+  local kind=$1 dir=$2
+  (
+    unset CMAKE_PREFIX_PATH PKG_CONFIG_PATH LD_PRELOAD MODULEPATH LOADEDMODULES _LMFILES_
+    for v in $(env | grep -o '^HUGEPOOL_[A-Z0-9_]*'); do unset "$v"; done
+    export PATH=/usr/bin:/bin MANPATH=
+    # shellcheck disable=SC1090
+    source "$init"
+    module use "$dir"
+    module load hugepool 2>"$tmp/err" || { echo "FAIL $kind: module load hugepool: $(cat "$tmp/err")"; exit 1; }
+    ok=1
+    [[ $(command -v hugepool-run) == "$p/bin/hugepool-run" ]] || { echo "FAIL $kind: hugepool-run is $(command -v hugepool-run)"; ok=0; }
+    out=$(hugepool-run -- /bin/cat /proc/self/maps 2>&1)
+    grep -q "$p/.*libhugepool_preload.so" <<<"$out" || { echo "FAIL $kind: hugepool-run: $out"; ok=0; }
+    man -w hugepool-run 2>/dev/null | grep -q "^$p/" || { echo "FAIL $kind: man hugepool-run: $(man -w hugepool-run 2>&1)"; ok=0; }
+    man -w ls >/dev/null 2>&1 || { echo "FAIL $kind: the system's man pages are out of reach"; ok=0; }
+    [[ $(pkg-config --modversion hugepool 2>&1) =~ ^[0-9] ]] || { echo "FAIL $kind: pkg-config hugepool"; ok=0; }
+    mkdir -p "$tmp/$kind-consumer"
+    cat >"$tmp/$kind-consumer/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.25)
+project(c C)
+find_package(hugepool REQUIRED)
+message(STATUS "hugepool found at ${hugepool_DIR}")
+CM
+    out=$(cmake -S "$tmp/$kind-consumer" -B "$tmp/$kind-consumer/b" 2>&1)
+    grep -q "hugepool found at $p/" <<<"$out" || { echo "FAIL $kind: find_package: $out"; ok=0; }
+    module load hugepool-preload 2>"$tmp/err" || { echo "FAIL $kind: module load hugepool-preload: $(cat "$tmp/err")"; ok=0; }
+    out=$(/bin/cat /proc/self/maps)
+    grep -q "$p/.*libhugepool_preload.so" <<<"$out" || { echo "FAIL $kind: hugepool-preload: no interposer in a plain program"; ok=0; }
+    [[ ${UCX_MEM_MALLOC_HOOKS:-} == n ]] || { echo "FAIL $kind: UCX_MEM_MALLOC_HOOKS not n"; ok=0; }
+    module unload hugepool-preload
+    out=$(/bin/cat /proc/self/maps)
+    ! grep -q "libhugepool_preload.so" <<<"$out" || { echo "FAIL $kind: still preloaded after unload"; ok=0; }
+    module unload hugepool
+    [[ -z $(command -v hugepool-run) ]] || { echo "FAIL $kind: hugepool-run still on PATH after unload"; ok=0; }
+    ((ok)) && echo "ok   $kind modulefiles: load, hugepool-run, man, pkg-config, find_package, preload, unload"
+    ((ok))
+  ) || fails=$((fails + 1))
+}
+check_flavour lua "$p/share/lmod/modulefiles"
+check_flavour tcl "$p/share/modulefiles"
+echo "$fails failure(s)"
+((fails == 0))
