@@ -57,7 +57,7 @@ holds() { # (grep -q on a pipe would end dpkg-deb early: pipefail)
   list=$(dpkg-deb -c "$(deb_of "$1")")
   grep -q -- "$2" <<<"$list"
 }
-for pair in "libhugepool-mpi0 /libhugepool_mpi.so.0" "libhugepool-mpi-dev /libhugepool_mpi.so\$" \
+for pair in "libhugepool-mpi0 /libhugepool_mpi.so.0" "libhugepool-mpi-dev /libhugepool_mpi\.so\([^.]\|\$\)" \
   "libhugepool-mpi-dev /hugepool-mpi.pc\$" "libhugepool-mpi-dev /hugepoolMpiTargets.cmake\$" \
   "libhugepool-mpi-dev /include/hugepool/mpi.h\$" "libhugepool-dev /include/hugepool/hugepool.h\$" \
   "hugepool-helper ./etc/hugepool/reserve.conf\$" "hugepool-helper ./usr/lib/tmpfiles.d/hugepool.conf\$" \
@@ -209,7 +209,7 @@ sysfs=(/sys/kernel/mm/hugepages/hugepages-*/nr_hugepages /sys/devices/system/nod
 snapshot() {
   getent group hugepool | cut -d: -f1,3 || true
   stat -c '%n %a %U %G' "${sysfs[@]}"
-  ls -la /etc/hugepool /var/lib/hugepool /run/hugepool /etc/tmpfiles.d/hugepool.conf 2>&1 | sed 's/ [A-Z][a-z][a-z] .*:[0-9][0-9] / /'
+  ls -lA /etc/hugepool /var/lib/hugepool /run/hugepool /etc/tmpfiles.d/hugepool.conf 2>&1 | sed 's/ [A-Z][a-z][a-z] .*:[0-9][0-9] / /'
   sha256sum /etc/hugepool/reserve.conf /var/lib/hugepool/grants 2>&1
   dpkg-statoverride --list | grep hugepool || true
   cat /proc/sys/vm/nr_hugepages
