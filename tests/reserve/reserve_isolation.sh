@@ -40,11 +40,6 @@ wait_file() { # file what
 $(tail -n 20 "$T"/job-*.out 2>/dev/null)
 $(logs)"
 }
-cg_pages() { # job-cgroup max|current: the reservation counter in pages (v2 or v1 names)
-  local f=$1/hugetlb.2MB.rsvd.$2
-  [[ -e $f ]] || f=$1/hugetlb.2MB.rsvd.$([[ $2 == max ]] && echo limit_in_bytes || echo usage_in_bytes)
-  echo $(($(cat "$f") >> 21))
-}
 spare_cmd="echo spare=\$((\$(cat $sys/free_hugepages) - \$(cat $sys/resv_hugepages)))"
 
 if [[ -z $cg_mnt ]]; then
