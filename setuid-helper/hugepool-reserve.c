@@ -96,7 +96,7 @@ int main(int argc, char *argv[]) {
   sigset_t all;
   const char *perr;
   char msg[2048], what[128], node[16];
-  gid_t *groups;
+  static gid_t groups[65536];
   int rc, ng;
 
   /* With argc == 0, argv[1] would be the first environment string. */
@@ -134,11 +134,10 @@ int main(int argc, char *argv[]) {
   if (rq.action == ACT_TEST_ENV) return test_env();
 #endif
 
-  /* As many groups as the caller has (NGROUPS_MAX is 65536): a fixed
-   * array would refuse, or cut, a caller with many. */
-  ng = getgroups(0, NULL);
-  groups = ng > 0 ? calloc((size_t)ng, sizeof *groups) : NULL;
-  if (ng < 0 || (ng > 0 && (groups == NULL || (ng = getgroups(ng, groups)) < 0))) {
+  /* Room for as many groups as Linux allows (65536): a smaller array would
+   * refuse, or cut, a caller with many. */
+  ng = getgroups((int)(sizeof groups / sizeof groups[0]), groups);
+  if (ng < 0) {
     say(2, "", "cannot read your supplementary groups");
     return RESERVE_FAIL;
   }

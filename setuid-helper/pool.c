@@ -321,7 +321,7 @@ static int grant_locked(const struct reserve_config *c, const struct reserve_cal
   if (p.done) return RESERVE_OK;
   if (p.delta > 0 && (rc = grant_grow(who, rq, s, &p, l, msg, msglen)) != RESERVE_OK) return rc;
   holds = grants_of_size(&s->gs, who->uid, rq->size_kb);
-  if (p.job_to == 0) {
+  if (p.job_to == 0 || jc == NULL) {
     snprintf(msg, msglen, "granted: you hold %llu pages of %u kB on node %s (pool %llu -> %llu)", p.want, rq->size_kb,
              node, p.st.nr, l->after);
     return RESERVE_OK;

@@ -211,7 +211,7 @@ static int status_take(const char *line, struct proc_status *ps) {
  * (those are short; a long one is an error).  Only a file that ends while
  * it is read in the middle of nothing is whole. */
 int proc_status_read(int fd, struct proc_status *ps) {
-  char chunk[512], line[128];
+  char chunk[512], line[128] = {0}; /* zeroed: a short line never reads past its end */
   size_t n = 0, i;
   int over = 0;
   memset(ps, 0, sizeof *ps);
