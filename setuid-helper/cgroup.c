@@ -234,7 +234,12 @@ int cg_job_limit_read(int jobfd, const struct cg_hier *h, unsigned size_kb, int 
     *bytes = ~0ULL;
     return 0;
   }
-  return reserve_parse_count(buf, ~0ULL, bytes);
+  if (reserve_parse_count(buf, ~0ULL, bytes) != 0) return -1;
+  /* No limit, spelled as a number: v1's "unlimited", and v2's for a page
+   * size whose maximum is not a whole number of its pages (1 GB:
+   * 9223372036854771712).  No pool comes near 2^62 bytes. */
+  if (*bytes >= 1ULL << 62) *bytes = ~0ULL;
+  return 0;
 }
 
 int cg_job_create(const struct cg_hier *h, unsigned long job, unsigned long long pages_2m, char *why, size_t whylen) {
