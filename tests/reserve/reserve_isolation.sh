@@ -24,7 +24,9 @@ MAP=$INST/tools/hugetlb_map
 install -m 0755 "$RESERVE_DOCTOR" "$INST/tools/hugepool"
 S=$T/sync
 mkdir -m 0777 "$S"
-on_exit "touch '$S/release'; sleep 0.5" # the jobs' holders exit whatever happened
+# The jobs' holders and waiters exit whatever happened (before the daemons
+# stop: a job left waiting would outlive slurmd, and its cgroup the test).
+on_exit "touch '$S/release' '$S/p-go-x' '$S/p-go-y' '$S/p-release' '$S/st-go' '$S/st-done'; sleep 2"
 grants() { grep -Ec '^[0-9]+ ' "$REAL/var/lib/hugepool/grants" || true; } # every user's
 bg_pids=()
 bg_job() { # name srun-args...: a job in the background, its output in $T/<name>.out
