@@ -1,4 +1,4 @@
-#define _GNU_SOURCE /* dirfd, O_PATH */
+#define _GNU_SOURCE /* dirfd, O_PATH, pidfd_open */
 /* hugepool-reserve: per-job hugetlb isolation through the kernel's hugetlb
  * cgroup controller.  A job's processes live in <hierarchy>/hugepool/job_<id>
  * whose reservation limit (hugetlb.<size>.rsvd.max in v2,
@@ -26,13 +26,21 @@
  *     changes nothing else.
  *  5. Nothing read is trusted: numbers through reserve_parse_count, files
  *     larger than their buffer are errors.
+ *  6. A job's cgroup is removed only empty: what is left in it at the end of
+ *     the job is killed (v2: cgroup.kill; v1, or a kernel without it:
+ *     SIGKILL to each pid, pinned by a pidfd and checked to be still in the
+ *     cgroup), bounded; never moved to the hierarchy's root, where nothing
+ *     limits it.  A cgroup that cannot be emptied stays, its limits set to 0.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -153,6 +161,8 @@ void cg_file(const struct cg_hier *h, unsigned size_kb, int fault, const char *w
 
 static const unsigned cg_sizes[] = {RESERVE_PAGE_2M, RESERVE_PAGE_1G};
 
+static int procs_kill(int jfd, const struct cg_hier *h, unsigned long job, int kill);
+
 /* ---- root side: the Slurm plugin ---- */
 
 static int write_str(int dirfd, const char *name, const char *text) {
@@ -224,12 +234,17 @@ int cg_job_limit_read(int jobfd, const struct cg_hier *h, unsigned size_kb, int 
     *bytes = ~0ULL;
     return 0;
   }
-  return reserve_parse_count(buf, ~0ULL, bytes);
+  if (reserve_parse_count(buf, ~0ULL, bytes) != 0) return -1;
+  /* No limit, spelled as a number: v1's "unlimited", and v2's for a page
+   * size whose maximum is not a whole number of its pages (1 GB:
+   * 9223372036854771712).  No pool comes near 2^62 bytes. */
+  if (*bytes >= 1ULL << 62) *bytes = ~0ULL;
+  return 0;
 }
 
 int cg_job_create(const struct cg_hier *h, unsigned long job, unsigned long long pages_2m, char *why, size_t whylen) {
   char name[64];
-  int mfd, dfd = -1, jfd = -1, e;
+  int mfd, dfd = -1, jfd = -1, e, existed;
   size_t i;
   gid_t gid;
   if (helper_gid(&gid) != 0) {
@@ -245,8 +260,10 @@ int cg_job_create(const struct cg_hier *h, unsigned long job, unsigned long long
   if ((dfd = open_dir(mfd, CG_DIR)) < 0) goto fail;
   if (h->v2 && write_str(dfd, "cgroup.subtree_control", "+hugetlb") != 0) goto fail;
   snprintf(name, sizeof name, "job_%lu", job);
-  if (mkdirat(dfd, name, 0755) != 0 && errno != EEXIST) goto fail;
+  existed = mkdirat(dfd, name, 0755) != 0;
+  if (existed && errno != EEXIST) goto fail;
   if ((jfd = open_dir(dfd, name)) < 0) goto fail;
+  if (existed) (void)procs_kill(jfd, h, job, 1); /* left by an earlier job of that id: not this job's */
   for (i = 0; i < sizeof cg_sizes / sizeof cg_sizes[0]; i++) {
     char f[64];
     struct stat st;
@@ -280,12 +297,14 @@ fail_msg:
   return -1;
 }
 
-/* The task's own cgroup in the hierarchy h (from /proc/self/cgroup). */
-static int own_cgroup(const struct cg_hier *h, char *out, size_t cap) {
-  char buf[4096];
+/* A task's cgroup in the hierarchy h (from /proc/<pid>/cgroup; pid
+ * "self": the caller's own). */
+static int task_cgroup(const struct cg_hier *h, const char *pid, char *out, size_t cap) {
+  char buf[4096], path[64];
   size_t len;
   char *line, *save = NULL;
-  if (read_small("/proc/self/cgroup", buf, sizeof buf, &len) != 0) return -1;
+  snprintf(path, sizeof path, "/proc/%s/cgroup", pid);
+  if (read_small(path, buf, sizeof buf, &len) != 0) return -1;
   for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
     char *c1 = strchr(line, ':'), *c2 = c1 != NULL ? strchr(c1 + 1, ':') : NULL;
     if (c2 == NULL) continue;
@@ -303,7 +322,7 @@ static int own_cgroup(const struct cg_hier *h, char *out, size_t cap) {
 int cg_task_enter(const struct cg_hier *h, unsigned long job, char *why, size_t whylen) {
   char cur[1024], path[sizeof h->mnt + 64], pid[24];
   int fd;
-  if (own_cgroup(h, cur, sizeof cur) != 0) {
+  if (task_cgroup(h, "self", cur, sizeof cur) != 0) {
     snprintf(why, whylen, "cannot read this task's cgroup: %s", strerror(errno));
     return -1;
   }
@@ -332,30 +351,91 @@ int cg_task_enter(const struct cg_hier *h, unsigned long job, char *why, size_t 
   return 0;
 }
 
-int cg_job_remove(const struct cg_hier *h, unsigned long job, char *why, size_t whylen) {
-  char path[sizeof h->mnt + 64], root[sizeof h->mnt + 32], buf[8192];
-  size_t len;
-  int tries;
-  snprintf(path, sizeof path, "%s/" CG_DIR "/job_%lu", h->mnt, job);
-  snprintf(root, sizeof root, "%s/cgroup.procs", h->mnt);
-  for (tries = 0; tries < 5; tries++) {
-    char procs[sizeof path + 16], *line, *save = NULL;
-    if (rmdir(path) == 0 || errno == ENOENT) return 0;
-    if (errno != EBUSY) break;
-    /* A process of the job outlived it (Slurm's epilog runs after the job's
-     * tasks have ended): it goes to the hierarchy's root, unlimited. */
-    snprintf(procs, sizeof procs, "%s/cgroup.procs", path);
-    if (read_small(procs, buf, sizeof buf, &len) != 0) break;
-    for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
-      unsigned long long pid;
-      char text[24];
-      if (reserve_parse_count(line, 1ULL << 31, &pid) != 0) continue;
-      snprintf(text, sizeof text, "%llu\n", pid);
-      (void)write_str(AT_FDCWD, root, text);
-    }
+/* SIGKILLs each process listed in the job cgroup's cgroup.procs (kill 0:
+ * only counts them).  Each pid is pinned by pidfd_open and still in the
+ * job's cgroup after that (its /proc/<pid>/cgroup), so a pid reused by a
+ * process outside the job is never hit.  Returns how many were listed, or -1. */
+static int procs_kill(int jfd, const struct cg_hier *h, unsigned long job, int kill) {
+  char line[32], want[64], cur[1024];
+  int fd = openat(jfd, "cgroup.procs", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY), n = 0;
+  FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+  if (f == NULL) {
+    if (fd >= 0) close(fd);
+    return -1;
   }
-  snprintf(why, whylen, "cannot remove %s: %s", path, strerror(errno));
+  snprintf(want, sizeof want, "/" CG_DIR "/job_%lu", job);
+  while (fgets(line, sizeof line, f) != NULL) {
+    unsigned long long pid;
+    int pidfd;
+    line[strcspn(line, "\n")] = '\0';
+    if (reserve_parse_count(line, 1ULL << 31, &pid) != 0) continue;
+    n++;
+    if (!kill || (pidfd = pidfd_open((pid_t)pid, 0)) < 0) continue;
+    if (task_cgroup(h, line, cur, sizeof cur) == 0 && strcmp(cur, want) == 0)
+      (void)pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
+    close(pidfd);
+  }
+  (void)fclose(f);
+  return n;
+}
+
+/* Kills what is left in a job's cgroup and waits (at most ~5 s: a process
+ * in uninterruptible sleep dies when it wakes) until it is empty and gone.
+ * *killed: the processes that were there.  0, or -1 (errno). */
+static int cg_empty_and_remove(int dfd, int jfd, const struct cg_hier *h, unsigned long job, int *killed) {
+  struct timespec ts = {0, 20L * 1000 * 1000};
+  char name[32];
+  int tries, n, v2kill;
+  snprintf(name, sizeof name, "job_%lu", job);
+  *killed = procs_kill(jfd, h, job, 0);
+  if (*killed < 0) return -1;
+  v2kill = h->v2 && write_str(jfd, "cgroup.kill", "1") == 0; /* the whole cgroup at once, forks included */
+  for (tries = 0; tries < 250; tries++) {
+    if (unlinkat(dfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT) return 0;
+    if (errno != EBUSY) return -1;
+    n = procs_kill(jfd, h, job, !v2kill || tries % 50 == 49); /* new forks on v1 */
+    if (n < 0) return -1;
+    nanosleep(&ts, NULL);
+  }
+  errno = EBUSY;
   return -1;
+}
+
+int cg_job_remove(const struct cg_hier *h, unsigned long job, int *killed, char *why, size_t whylen) {
+  char name[32];
+  int mfd, dfd = -1, jfd = -1, rc = -1, e;
+  size_t i;
+  *killed = 0;
+  snprintf(name, sizeof name, "job_%lu", job);
+  mfd = open_dir(AT_FDCWD, h->mnt);
+  if (mfd >= 0) dfd = open_dir(mfd, CG_DIR);
+  if (dfd >= 0) jfd = open_dir(dfd, name);
+  if (jfd < 0 && errno == ENOENT) rc = 0; /* never made, or already gone */
+  if (jfd >= 0) rc = cg_empty_and_remove(dfd, jfd, h, job, killed);
+  e = errno;
+  if (rc != 0 && jfd >= 0) /* left with its processes: they reserve nothing more */
+    for (i = 0; i < sizeof cg_sizes / sizeof cg_sizes[0]; i++) (void)cg_job_limit_write(jfd, h, cg_sizes[i], 0, 0);
+  if (rc != 0)
+    snprintf(why, whylen, "cannot remove %s/" CG_DIR "/%s (%d processes were in it): %s; its limits are set to 0",
+             h->mnt, name, *killed, strerror(e));
+  if (jfd >= 0) close(jfd);
+  if (dfd >= 0) close(dfd);
+  if (mfd >= 0) close(mfd);
+  return rc;
+}
+
+int cg_job_open(const struct cg_hier *h, unsigned long job) {
+  char name[32];
+  int mfd, dfd, fd, e;
+  snprintf(name, sizeof name, "job_%lu", job);
+  mfd = open_dir(AT_FDCWD, h->mnt);
+  dfd = mfd >= 0 ? open_dir(mfd, CG_DIR) : -1;
+  fd = dfd >= 0 ? open_dir(dfd, name) : -1;
+  e = errno;
+  if (dfd >= 0) close(dfd);
+  if (mfd >= 0) close(mfd);
+  errno = e;
+  return fd;
 }
 
 /* ---- the helper: the caller's job ---- */
@@ -365,10 +445,10 @@ int cg_caller_job(uid_t uid, struct cg_job *j, char *why, size_t whylen) {
   unsigned long long job, owner;
   size_t len;
   struct stat st;
-  int mfd, dfd, fd;
+  int fd;
   j->fd = -1;
   if (cg_detect(&j->h, why, whylen) != 0) return 0; /* no controller: no isolated job */
-  if (own_cgroup(&j->h, cur, sizeof cur) != 0) return 0;
+  if (task_cgroup(&j->h, "self", cur, sizeof cur) != 0) return 0;
   if (strncmp(cur, "/" CG_DIR "/job_", sizeof CG_DIR + 5) != 0 ||
       reserve_parse_count(cur + sizeof CG_DIR + 5, 1ULL << 40, &job) != 0)
     return 0; /* not in a job cgroup of ours */
@@ -387,12 +467,8 @@ int cg_caller_job(uid_t uid, struct cg_job *j, char *why, size_t whylen) {
     snprintf(why, whylen, "this process is in the hugetlb cgroup of job %llu, which is not yours", job);
     return -1;
   }
-  mfd = open_dir(AT_FDCWD, j->h.mnt);
-  dfd = mfd >= 0 ? open_dir(mfd, CG_DIR) : -1;
   snprintf(name, sizeof name, "job_%llu", job);
-  j->fd = dfd >= 0 ? open_dir(dfd, name) : -1;
-  if (dfd >= 0) close(dfd);
-  if (mfd >= 0) close(mfd);
+  j->fd = cg_job_open(&j->h, j->job);
   if (j->fd < 0) {
     snprintf(why, whylen, "cannot open the hugetlb cgroup of job %llu: %s", job, strerror(errno));
     return -1;

@@ -96,6 +96,7 @@ int main(int argc, char *argv[]) {
   sigset_t all;
   const char *perr;
   char msg[2048], what[128], node[16];
+  static gid_t groups[65536];
   int rc, ng;
 
   /* With argc == 0, argv[1] would be the first environment string. */
@@ -133,11 +134,14 @@ int main(int argc, char *argv[]) {
   if (rq.action == ACT_TEST_ENV) return test_env();
 #endif
 
-  ng = getgroups(RESERVE_MAX_GROUPS, who.groups);
+  /* Room for as many groups as Linux allows (65536): a smaller array would
+   * refuse, or cut, a caller with many. */
+  ng = getgroups((int)(sizeof groups / sizeof groups[0]), groups);
   if (ng < 0) {
-    say(2, "", "too many supplementary groups");
+    say(2, "", "cannot read your supplementary groups");
     return RESERVE_FAIL;
   }
+  who.groups = groups;
   who.ngroups = ng;
 
   reserve_node_name(node, sizeof node, rq.node);

@@ -5,6 +5,7 @@
  * pool.c     config, authorization, grant, status, audit
  * release.c  the release and the rule that keeps other users' pages
  * cgroup.c   per-job hugetlb cgroups: detection, the job's reservation limit
+ * limits.c   a user's job limits never exceed the user's grants
  * fake.c     test build only: plays the kernel's part in a fake tree
  *
  * Nothing here is visible outside the helper or the Slurm plugin.
@@ -65,8 +66,15 @@ struct meminfo {
 int meminfo_read(struct meminfo *m);
 int node_meminfo_read(int node, struct meminfo *m);
 
-/* The real and effective ids of a "Uid:" or "Gid:" line of a status text. */
-int status_ids(const char *text, const char *key, unsigned long long *real, unsigned long long *eff);
+/* What is read of a /proc/<pid>/status, whatever its length (a caller with
+ * thousands of groups).  0, or -1 with errno (EPROTO: no Uid:/Gid: line, a
+ * line we need that does not parse, a file cut short). */
+struct proc_status {
+  unsigned long long ruid, euid, rgid, egid;
+  unsigned long long hugetlb_kb; /* 0 without a HugetlbPages: line (kernel threads) */
+  int have;                      /* 1: Uid: seen, 2: Gid: seen */
+};
+int proc_status_read(int fd, struct proc_status *ps);
 
 /* Hugetlb memory (kB) mapped by the caller's processes and by those of each
  * other user of the grant table. */
@@ -101,6 +109,9 @@ struct settled {
   unsigned long long charged; /* pages charged to the intent's user */
 };
 int intent_settle(struct state *s, struct settled *out);
+/* The jobs of uid in the root-owned registry, but except_job: how many (-1
+ * with E2BIG when more than cap). */
+int registry_jobs(uid_t uid, unsigned long except_job, unsigned long *jobs, size_t cap);
 
 /* ---- cgroup.c ---- */
 
@@ -120,8 +131,13 @@ void cg_file(const struct cg_hier *h, unsigned size_kb, int fault, const char *w
 int cg_job_create(const struct cg_hier *h, unsigned long job, unsigned long long pages_2m, char *why, size_t whylen);
 /* Root side, in the task before exec: move it into the job's cgroup. */
 int cg_task_enter(const struct cg_hier *h, unsigned long job, char *why, size_t whylen);
-/* Root side, at the job's end: the job's cgroup removed (stragglers moved to the root). */
-int cg_job_remove(const struct cg_hier *h, unsigned long job, char *why, size_t whylen);
+/* Root side, at the job's end: what is left in the job's cgroup is killed
+ * (*killed: how many), the cgroup removed.  0, or -1 with the reason (the
+ * cgroup then stays, its limits 0). */
+int cg_job_remove(const struct cg_hier *h, unsigned long job, int *killed, char *why, size_t whylen);
+/* The directory of <mnt>/hugepool/job_<job>, checked as the helper checks
+ * its own job's; -1 with errno (ENOENT: no such cgroup). */
+int cg_job_open(const struct cg_hier *h, unsigned long job);
 /* Limit (what "max") or usage ("current") of a job cgroup in bytes (~0: unlimited). */
 int cg_job_limit_read(int jobfd, const struct cg_hier *h, unsigned size_kb, int fault, const char *what,
                       unsigned long long *bytes);
@@ -143,6 +159,30 @@ int cg_caller_job(uid_t uid, struct cg_job *j, char *why, size_t whylen);
  * helper's group (checked again on the descriptor at the write). */
 int cg_job_limit_ok(const struct cg_job *j, unsigned size_kb);
 void cg_job_close(struct cg_job *j);
+
+/* ---- limits.c ---- */
+
+#define RESERVE_MAX_JOBS 64 /* one user's jobs on a node */
+/* One user's isolated jobs and their limits of one page size, in pages. */
+struct user_jobs {
+  struct cg_hier h;
+  unsigned size_kb;
+  size_t n;
+  unsigned long job[RESERVE_MAX_JOBS];
+  unsigned long long limit[RESERVE_MAX_JOBS], allow[RESERVE_MAX_JOBS], used[RESERVE_MAX_JOBS];
+};
+unsigned long long grants_of_size(const struct reserve_grants *gs, uid_t uid, unsigned size_kb);
+/* 0 (n may be 0: no controller, no jobs), or -1 with errno (fail closed). */
+int jobs_load(uid_t uid, unsigned size_kb, struct user_jobs *uj);
+/* Sum of the jobs' limits beyond their allowance (except one job: 0 for none). */
+unsigned long long jobs_charged(const struct user_jobs *uj, unsigned long except);
+/* What the jobs have reserved beyond their allowance: no limit goes lower. */
+unsigned long long jobs_reserved(const struct user_jobs *uj);
+/* Lowers the limits until jobs_charged <= budget, job keep last.  0, or -1
+ * with errno (EBUSY: the jobs have reserved more than budget; nothing written). */
+int jobs_fit(struct user_jobs *uj, unsigned long long budget, unsigned long keep);
+/* A job's limit (~0: not one of the user's limited jobs) and allowance. */
+unsigned long long job_limit_of(const struct user_jobs *uj, unsigned long job, unsigned long long *allow);
 
 #pragma GCC visibility pop
 

@@ -19,10 +19,11 @@
  *  6. Status output is written after the lock is dropped.
  *  7. A new Slurm job's pages are added to its user's grant, so that the
  *     reservation limits of a user's jobs never add up to more than the
- *     user holds.  Inside a job whose hugetlb cgroup the helper verified
- *     (cgroup.c), PAGES is what the job may reserve: the grant grows by the
- *     difference to the job's limit, and the limit (read and written under
- *     the lock) by what the kernel granted, after the pool has grown.
+ *     user holds (limits.c).  Inside a job whose hugetlb cgroup the helper
+ *     verified (cgroup.c), PAGES is what the job may reserve: under the lock,
+ *     limits above the user's grants are lowered first, the grant grows by
+ *     what the jobs' limits would exceed it by, and the job's limit is set
+ *     to PAGES (never raised by a sum) only after the pool has grown.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -192,113 +193,152 @@ static int grant_limits(const struct reserve_config *c, const struct reserve_cal
   return rq->node >= 0 ? memory_limits(c, rq->node, delta_kb, msg, msglen) : 0;
 }
 
-/* The pages a job's cgroup allows now (~0ULL: no limit). */
-static int job_pages(const struct cg_job *jc, unsigned size_kb, unsigned long long *pages) {
-  unsigned long long bytes;
-  if (cg_job_limit_read(jc->fd, &jc->h, size_kb, 0, "max", &bytes) != 0) return -1;
-  *pages = bytes == ~0ULL ? ~0ULL : bytes / ((unsigned long long)size_kb * 1024);
-  return 0;
-}
-
-/* With the lock held: decide, write the intent, grow the pool, settle, and
- * raise the caller's job's limit (jc, NULL outside an isolated job). */
-static int grant_locked(const struct reserve_config *c, const struct reserve_caller *who,
-                        const struct reserve_request *rq, const struct cg_job *jc, struct state *s, struct grant_log *l,
-                        char *msg, size_t msglen) {
+/* What a grant will do, decided under the lock before anything changes. */
+struct grant_plan {
   struct pool_state st;
   struct reserve_grant_entry *g;
-  struct settled r;
-  unsigned long long cur, delta, want = rq->pages, job_has = 0;
+  unsigned long long cur, want, delta;
+  unsigned long long job_to; /* the caller's job's new limit; 0: no job */
+  int done;                  /* nothing to do (the message says why) */
+};
+
+/* Inside an isolated job: PAGES is what the job may reserve.  The grant
+ * grows by what the user's jobs' limits would then exceed the user's grants
+ * by (limits.c), and the job's limit is set to PAGES, not raised by the
+ * pages granted: a limit covered only by a grant already released (or one
+ * that drifted) is lowered first, never counted as the job's. */
+static int grant_plan_job(const struct reserve_caller *who, const struct reserve_request *rq, const struct cg_job *jc,
+                          struct state *s, struct grant_plan *p, char *msg, size_t msglen) {
+  struct user_jobs uj;
+  unsigned long long held = grants_of_size(&s->gs, who->uid, rq->size_kb), has, allow, need;
   char node[16];
-  int e;
   reserve_node_name(node, sizeof node, rq->node);
-  l->outcome = "refused";
-  l->reason = 1;
-  if (pool_read(rq->node, rq->size_kb, &st) != 0) {
+  if (jobs_load(who->uid, rq->size_kb, &uj) != 0 || jobs_fit(&uj, held, jc->job) != 0) {
+    snprintf(msg, msglen, "the reservation limits of your jobs could not be %s (%s): nothing changed",
+             errno == EBUSY ? "lowered to what you hold" : "read", strerror(errno));
+    return RESERVE_FAIL;
+  }
+  has = job_limit_of(&uj, jc->job, &allow);
+  if (has == ~0ULL) return RESERVE_OK; /* not limited: a grant as outside a job */
+  if (rq->pages <= has) {
+    snprintf(msg, msglen, "your job %lu may already reserve %llu pages of %u kB (you hold %llu on node %s)", jc->job,
+             has, rq->size_kb, p->cur, node);
+    p->done = 1;
+    return RESERVE_OK;
+  }
+  need = jobs_charged(&uj, jc->job) + (rq->pages > allow ? rq->pages - allow : 0);
+  p->want = p->cur + (need > held ? need - held : 0);
+  p->job_to = rq->pages;
+  return RESERVE_OK;
+}
+
+static int grant_plan(const struct reserve_config *c, const struct reserve_caller *who,
+                      const struct reserve_request *rq, const struct cg_job *jc, struct state *s, struct grant_plan *p,
+                      char *msg, size_t msglen) {
+  char node[16];
+  int rc;
+  reserve_node_name(node, sizeof node, rq->node);
+  memset(p, 0, sizeof *p);
+  if (pool_read(rq->node, rq->size_kb, &p->st) != 0) {
     snprintf(msg, msglen, "no %u kB pool on node %s", rq->size_kb, node);
     return RESERVE_FAIL;
   }
-  g = grant_find(&s->gs, who->uid, rq->node, rq->size_kb);
-  cur = g != NULL ? g->pages : 0;
-  if (jc != NULL) {
-    if (job_pages(jc, rq->size_kb, &job_has) != 0) {
-      snprintf(msg, msglen, "cannot read the reservation limit of your job's cgroup %s: %s", jc->path, strerror(errno));
-      return RESERVE_FAIL;
-    }
-    if (job_has == ~0ULL) jc = NULL; /* not limited: a grant as outside a job */
-  }
+  p->g = grant_find(&s->gs, who->uid, rq->node, rq->size_kb);
+  p->cur = p->want = p->g != NULL ? p->g->pages : 0;
   if (jc != NULL && cg_job_limit_ok(jc, rq->size_kb) != 0) { /* before anything changes */
     snprintf(msg, msglen, "the reservation limit of your job's cgroup %s is not one the helper may raise: %s", jc->path,
              strerror(errno));
     return RESERVE_FAIL;
   }
-  if (jc != NULL) {
-    if (rq->pages <= job_has) {
-      snprintf(msg, msglen, "your job %lu may already reserve %llu pages of %u kB (you hold %llu on node %s)", jc->job,
-               job_has, rq->size_kb, cur, node);
-      *l = (struct grant_log){"unchanged", 1, st.nr, st.nr, 0, cur, NULL, 0};
-      return RESERVE_OK;
-    }
-    want = cur + (rq->pages - job_has);
-  } else if (rq->for_job) {
-    want = cur + rq->pages;
-  }
-  if (want <= cur) {
-    snprintf(msg, msglen, "you already hold %llu pages of %u kB on node %s", cur, rq->size_kb, node);
-    *l = (struct grant_log){"unchanged", 1, st.nr, st.nr, 0, cur, NULL, 0};
+  if (jc != NULL && ((rc = grant_plan_job(who, rq, jc, s, p, msg, msglen)) != RESERVE_OK || p->done)) return rc;
+  if (p->job_to == 0) p->want = rq->for_job ? p->cur + rq->pages : rq->pages;
+  if (p->want <= p->cur && p->job_to == 0) {
+    snprintf(msg, msglen, "you already hold %llu pages of %u kB on node %s", p->cur, rq->size_kb, node);
+    p->done = 1;
     return RESERVE_OK;
   }
-  delta = want - cur;
-  if (grant_limits(c, who, rq, &s->gs, delta, msg, msglen) != 0) return RESERVE_FAIL;
-  if (g == NULL && s->gs.n >= RESERVE_MAX_GRANTS) {
+  p->delta = p->want - p->cur;
+  if (p->delta > 0 && grant_limits(c, who, rq, &s->gs, p->delta, msg, msglen) != 0) return RESERVE_FAIL;
+  if (p->delta > 0 && p->g == NULL && s->gs.n >= RESERVE_MAX_GRANTS) {
     snprintf(msg, msglen, "grant table full");
     return RESERVE_FAIL;
   }
-  s->gs.intent = (struct reserve_intent){1, who->uid, rq->node, rq->size_kb, st.nr, delta, want};
+  return RESERVE_OK;
+}
+
+/* Writes the intent, grows the pool, settles: RESERVE_OK once every page
+ * asked for is charged; a shortfall is given back (or charged if it cannot be). */
+static int grant_grow(const struct reserve_caller *who, const struct reserve_request *rq, struct state *s,
+                      const struct grant_plan *p, struct grant_log *l, char *msg, size_t msglen) {
+  struct settled r;
+  int e;
+  s->gs.intent = (struct reserve_intent){1, who->uid, rq->node, rq->size_kb, p->st.nr, p->delta, p->want};
   if (state_write(s) != 0) {
     snprintf(msg, msglen, "cannot record the grant (%s); nothing changed", strerror(errno));
     return RESERVE_FAIL;
   }
-  (void)pool_write_nr(rq->node, rq->size_kb, st.nr + delta); /* a short or failed write: settled below */
+  (void)pool_write_nr(rq->node, rq->size_kb, p->st.nr + p->delta); /* a short or failed write: settled below */
   if (intent_settle(s, &r) != 0) {
     e = errno;
-    (void)pool_write_nr(rq->node, rq->size_kb, st.nr); /* the intent stays: the next call settles the rest */
+    (void)pool_write_nr(rq->node, rq->size_kb, p->st.nr); /* the intent stays: the next call settles the rest */
     snprintf(msg, msglen, "cannot record the grant (%s); pool restored", strerror(e));
     l->outcome = "error";
     return RESERVE_FAIL;
   }
-  *l = (struct grant_log){"ok", 1, st.nr, r.now, r.charged, 0, NULL, 0};
-  if (r.charged == delta) {
-    /* After the pool grew: a kill in between leaves the job's limit lower
-     * than its grant (the safe direction), never above it. */
-    if (jc != NULL && cg_job_limit_write(jc->fd, &jc->h, rq->size_kb, job_has + delta, 1) != 0) {
-      snprintf(msg, msglen,
-               "granted %llu pages (you hold %llu), but the reservation limit of your job's cgroup %s could not be "
-               "raised: %s",
-               delta, want, jc->path, strerror(errno));
-      l->outcome = "error";
-      l->reason = 1;
-      return RESERVE_FAIL;
-    }
-    if (jc != NULL)
-      snprintf(msg, msglen,
-               "granted: your job %lu may reserve %llu pages of %u kB; you hold %llu on node %s (pool %llu -> %llu)",
-               jc->job, job_has + delta, rq->size_kb, want, node, st.nr, r.now);
-    else
-      snprintf(msg, msglen, "granted: you hold %llu pages of %u kB on node %s (pool %llu -> %llu)", want, rq->size_kb,
-               node, st.nr, r.now);
-    return RESERVE_OK;
-  }
+  *l = (struct grant_log){"ok", 1, p->st.nr, r.now, r.charged, 0, NULL, 0};
+  if (r.charged == p->delta) return RESERVE_OK;
   l->outcome = "shortfall";
   l->restored = r.charged == 0 ? "yes" : "no";
   if (r.charged == 0)
-    snprintf(msg, msglen, "the kernel allocated only %llu of %llu pages; pool restored to %llu", r.came, delta, st.nr);
+    snprintf(msg, msglen, "the kernel allocated only %llu of %llu pages; pool restored to %llu", r.came, p->delta,
+             p->st.nr);
   else
     snprintf(msg, msglen,
              "the kernel allocated only %llu of %llu pages; pool COULD NOT BE RESTORED to %llu: you are charged "
              "for the %llu pages that stayed",
-             r.came, delta, st.nr, r.charged);
+             r.came, p->delta, p->st.nr, r.charged);
   return RESERVE_FAIL;
+}
+
+/* With the lock held: decide, write the intent, grow the pool, settle, and
+ * set the caller's job's limit (jc, NULL outside an isolated job) after the
+ * pool has grown: a kill in between leaves the limit below the grant (the
+ * safe direction), never above it; so does a limit that cannot be written
+ * (the grant stays charged, the message says so). */
+static int grant_locked(const struct reserve_config *c, const struct reserve_caller *who,
+                        const struct reserve_request *rq, const struct cg_job *jc, struct state *s, struct grant_log *l,
+                        char *msg, size_t msglen) {
+  struct grant_plan p;
+  unsigned long long holds;
+  char node[16];
+  int rc;
+  reserve_node_name(node, sizeof node, rq->node);
+  l->outcome = "refused";
+  l->reason = 1;
+  if ((rc = grant_plan(c, who, rq, jc, s, &p, msg, msglen)) != RESERVE_OK) return rc;
+  if (p.done || p.delta == 0) *l = (struct grant_log){p.done ? "unchanged" : "ok", 1, p.st.nr, p.st.nr, 0, p.cur,
+                                                      NULL, 0};
+  if (p.done) return RESERVE_OK;
+  if (p.delta > 0 && (rc = grant_grow(who, rq, s, &p, l, msg, msglen)) != RESERVE_OK) return rc;
+  holds = grants_of_size(&s->gs, who->uid, rq->size_kb);
+  if (p.job_to == 0 || jc == NULL) {
+    snprintf(msg, msglen, "granted: you hold %llu pages of %u kB on node %s (pool %llu -> %llu)", p.want, rq->size_kb,
+             node, p.st.nr, l->after);
+    return RESERVE_OK;
+  }
+  if (cg_job_limit_write(jc->fd, &jc->h, rq->size_kb, p.job_to, 1) != 0) {
+    snprintf(msg, msglen,
+             "granted %llu pages (you hold %llu), but the reservation limit of your job's cgroup %s could not be "
+             "set: %s",
+             p.delta, holds, jc->path, strerror(errno));
+    l->outcome = "error";
+    l->reason = 1;
+    return RESERVE_FAIL;
+  }
+  snprintf(msg, msglen,
+           "granted: your job %lu may reserve %llu pages of %u kB; you hold %llu on node %s (pool %llu -> %llu)",
+           jc->job, p.job_to, rq->size_kb, p.want, node, p.st.nr, l->after);
+  return RESERVE_OK;
 }
 
 int reserve_grant(const struct reserve_config *c, const struct reserve_caller *who, const struct reserve_request *rq,

@@ -12,10 +12,14 @@
  *  4. The caller's own mapped pages stay charged to them.
  *  5. Fail closed: if /proc or a pool cannot be read, everything is kept.
  *  6. A pool that shrank by less than planned keeps the rest charged.
+ *  7. The caller's jobs keep what they have reserved, and their limits are
+ *     lowered to what the caller keeps before the table is written
+ *     (limits.c): a released page is in no job's limit.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -133,102 +137,187 @@ static void append(char *msg, size_t msglen, size_t *used, const char *fmt, ...)
   if (w > 0) *used = (size_t)w < msglen - *used ? *used + (size_t)w : msglen;
 }
 
-/* The table is written before the pool shrinks: if the table cannot be
- * written, nothing changes.  The other order could leave the user charged for
- * pages already given back, and a second release would then take other
- * users' pages.
- *
- * The pool only knows how many pages are free, not whose.  Two rules keep a
- * release from taking pages promised to someone else:
- *  - each of the caller's pools keeps (still charged) as many pages as the
- *    caller's processes map in hugetlb memory, up to the grant (one total
- *    for every page size and node: each pool keeps enough to cover all of
- *    it, the safe direction);
- *  - a pool shrinks only while its free unreserved pages, less the shrink,
- *    still cover every other user's grants less what their processes map
- *    (shrink_allowed), machine-wide and per NUMA node.  That also covers
- *    pages the caller holds without a mapping (a hugetlb memfd).
- * Both are computed fail closed: if /proc cannot be read, everything is kept. */
-int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen) {
+/* One release, decided and done under the lock. */
+struct release {
+  const struct reserve_caller *who;
   struct state s;
   struct usage u;
-  unsigned long long plan[RESERVE_MAX_GRANTS] = {0};
-  char node[16], why[96];
-  size_t i, used = 0;
-  int rc = RESERVE_OK, any = 0, planned = 0, short_release = 0, procs_ok;
-  msg[0] = '\0';
-  if ((rc = state_open(who, &s, 1, msg, msglen)) != 0) {
-    reserve_audit(who, "action=release outcome=error reason=\"%s\"", msg);
-    return rc == -2 ? RESERVE_BUSY : RESERVE_FAIL;
+  struct user_jobs uj[2]; /* the caller's jobs' limits: 2 MB, 1 GB pages */
+  int procs_err, jobs_err; /* 0: read */
+  unsigned long long plan[RESERVE_MAX_GRANTS];
+  char *msg;
+  size_t msglen, used;
+  int rc;
+};
+
+static const struct user_jobs *jobs_of(const struct release *r, unsigned size_kb) {
+  return &r->uj[size_kb == RESERVE_PAGE_2M ? 0 : 1];
+}
+
+/* What one of the caller's pools keeps (still charged), and why: what the
+ * caller's processes map (one total for every page size and node: each pool
+ * keeps enough to cover all of it, the safe direction), at least what the
+ * caller's jobs have reserved of that size; everything if either count
+ * cannot be made (fail closed). */
+static unsigned long long release_keep(const struct release *r, const struct reserve_grant_entry *g, char *why,
+                                       size_t cap) {
+  unsigned long long keep, jobs;
+  if (r->procs_err != 0 || r->jobs_err != 0) {
+    snprintf(why, cap, "cannot read %s (%s) to see what your %s", r->procs_err ? "/proc" : "your jobs' hugetlb cgroups",
+             strerror(r->procs_err ? r->procs_err : r->jobs_err), r->procs_err ? "processes map" : "jobs reserve");
+    return g->pages;
   }
-  procs_ok = procs_hugetlb(&s.gs, who->uid, &u) == 0;
-  if (!procs_ok)
-    snprintf(why, sizeof why, "cannot read /proc (%s) to see what your processes map", strerror(errno));
-  else
-    snprintf(why, sizeof why, "your processes still map %llu kB of hugetlb memory", u.caller_kb);
-  for (i = 0; i < s.gs.n; i++) { /* decide, change nothing */
-    struct reserve_grant_entry *g = &s.gs.g[i];
+  keep = (r->u.caller_kb + g->size_kb - 1) / g->size_kb;
+  jobs = jobs_reserved(jobs_of(r, g->size_kb));
+  if (jobs > keep) {
+    keep = jobs;
+    snprintf(why, cap, "your jobs have reserved %llu pages of %u kB", jobs, g->size_kb);
+  } else {
+    snprintf(why, cap, "your processes still map %llu kB of hugetlb memory", r->u.caller_kb);
+  }
+  return keep > g->pages ? g->pages : keep;
+}
+
+/* Decides, changes nothing but our copy of the table: each of the caller's
+ * pools gives back what it does not keep, if shrink_allowed lets it.
+ * Returns 1 if anything is to be given back. */
+static int release_decide(struct release *r, int *any) {
+  char node[16], why[160];
+  size_t i;
+  int planned = 0;
+  for (i = 0; i < r->s.gs.n; i++) {
+    struct reserve_grant_entry *g = &r->s.gs.g[i];
     unsigned long long keep, spare;
-    plan[i] = 0;
-    if (g->uid != who->uid || g->pages == 0) continue;
-    any = 1;
+    r->plan[i] = 0;
+    if (g->uid != r->who->uid || g->pages == 0) continue;
+    *any = 1;
     reserve_node_name(node, sizeof node, g->node);
-    keep = !procs_ok ? g->pages : (u.caller_kb + g->size_kb - 1) / g->size_kb;
-    if (keep > g->pages) keep = g->pages;
-    if (keep > 0) {
-      reserve_audit(who, "action=release size=%ukB node=%s request=%llu kept=%llu outcome=kept reason=\"%s\"",
+    if ((keep = release_keep(r, g, why, sizeof why)) > 0) {
+      reserve_audit(r->who, "action=release size=%ukB node=%s request=%llu kept=%llu outcome=kept reason=\"%s\"",
                     g->size_kb, node, g->pages, keep, why);
-      append(msg, msglen, &used, "kept %llu of %llu pages of %u kB on node %s: %s (release again when %s)\n", keep,
-             g->pages, g->size_kb, node, why, procs_ok ? "they have ended" : "it can be read");
-      rc = RESERVE_FAIL;
+      append(r->msg, r->msglen, &r->used, "kept %llu of %llu pages of %u kB on node %s: %s (release again when %s)\n",
+             keep, g->pages, g->size_kb, node, why, r->procs_err || r->jobs_err ? "it can be read" : "they have ended");
+      r->rc = RESERVE_FAIL;
       if (keep == g->pages) continue;
     }
-    if ((spare = shrink_allowed(&s.gs, &u, who->uid, g->node, g->size_kb)) < g->pages - keep) {
-      reserve_audit(who,
+    if ((spare = shrink_allowed(&r->s.gs, &r->u, r->who->uid, g->node, g->size_kb)) < g->pages - keep) {
+      reserve_audit(r->who,
                     "action=release size=%ukB node=%s request=%llu released=0 outcome=refused reason=\"only %llu free "
                     "pages not reserved or promised to other users\"",
                     g->size_kb, node, g->pages - keep, spare);
-      append(msg, msglen, &used,
+      append(r->msg, r->msglen, &r->used,
              "kept %llu pages of %u kB on node %s: pages are in use or reserved, or promised to other users' "
              "grants (only %llu spare)\n",
              g->pages - keep, g->size_kb, node, spare);
-      rc = RESERVE_FAIL;
+      r->rc = RESERVE_FAIL;
     } else {
-      plan[i] = g->pages - keep;
+      r->plan[i] = g->pages - keep;
       g->pages = keep;
       planned = 1;
     }
   }
-  if (!any) {
-    snprintf(msg, msglen, "you hold no pages\n");
-    reserve_audit(who, "action=release released=0 outcome=unchanged");
+  return planned;
+}
+
+/* Before the table is written: the caller's jobs' limits lowered to what
+ * the caller keeps (limits.c).  0, or -1: nothing may be released. */
+static int release_fit(struct release *r) {
+  size_t i;
+  for (i = 0; i < 2; i++) {
+    struct user_jobs *uj = &r->uj[i];
+    if (uj->n > 0 && jobs_fit(uj, grants_of_size(&r->s.gs, r->who->uid, uj->size_kb), 0) != 0) {
+      int e = errno;
+      append(r->msg, r->msglen, &r->used,
+             "nothing released: the reservation limits of your jobs could not be lowered to what you keep: %s\n",
+             strerror(e));
+      reserve_audit(r->who, "action=release released=0 outcome=error reason=\"job limits not lowered: %s\"",
+                    strerror(e));
+      return -1;
+    }
   }
-  if (planned && state_write(&s) != 0) {
-    append(msg, msglen, &used, "nothing released: cannot record the release: %s\n", strerror(errno));
-    reserve_audit(who, "action=release released=0 outcome=error reason=\"cannot write the grant table\"");
-    state_close(&s);
-    return RESERVE_FAIL;
-  }
-  for (i = 0; i < s.gs.n; i++) { /* now shrink */
-    struct reserve_grant_entry *g = &s.gs.g[i];
+  return 0;
+}
+
+/* Shrinks each planned pool; what did not go stays the caller's. */
+static void release_shrink(struct release *r) {
+  char node[16];
+  size_t i;
+  int short_release = 0;
+  for (i = 0; i < r->s.gs.n; i++) {
+    struct reserve_grant_entry *g = &r->s.gs.g[i];
     unsigned long long before, after, released;
-    if (plan[i] == 0) continue;
+    if (r->plan[i] == 0) continue;
     reserve_node_name(node, sizeof node, g->node);
     /* Decided again inside: a node's pool and the global one are the same
      * pages, so an earlier shrink in this loop changed both. */
-    released = shrink_pool(&s.gs, &u, who->uid, g->node, g->size_kb, plan[i], &before, &after);
-    reserve_audit(who, "action=release size=%ukB node=%s request=%llu before=%llu after=%llu released=%llu outcome=%s",
-                  g->size_kb, node, plan[i], before, after, released, released == plan[i] ? "ok" : "partial");
-    append(msg, msglen, &used, "released %llu pages of %u kB on node %s (pool %llu -> %llu)\n", released, g->size_kb,
-           node, before, after);
-    if (released != plan[i]) {
-      g->pages += plan[i] - released; /* still the user's */
+    released = shrink_pool(&r->s.gs, &r->u, r->who->uid, g->node, g->size_kb, r->plan[i], &before, &after);
+    reserve_audit(r->who,
+                  "action=release size=%ukB node=%s request=%llu before=%llu after=%llu released=%llu outcome=%s",
+                  g->size_kb, node, r->plan[i], before, after, released, released == r->plan[i] ? "ok" : "partial");
+    append(r->msg, r->msglen, &r->used, "released %llu pages of %u kB on node %s (pool %llu -> %llu)\n", released,
+           g->size_kb, node, before, after);
+    if (released != r->plan[i]) {
+      g->pages += r->plan[i] - released; /* still the user's */
       short_release = 1;
-      rc = RESERVE_FAIL;
+      r->rc = RESERVE_FAIL;
     }
   }
-  if (short_release && state_write(&s) != 0)
-    append(msg, msglen, &used, "cannot record the pages still held: %s\n", strerror(errno));
-  state_close(&s);
+  if (short_release && state_write(&r->s) != 0)
+    append(r->msg, r->msglen, &r->used, "cannot record the pages still held: %s\n", strerror(errno));
+}
+
+/* The table is written before the pool shrinks: if the table cannot be
+ * written, nothing changes.  The other order could leave the user charged for
+ * pages already given back, and a second release would then take other
+ * users' pages.  The caller's jobs' limits are lowered before either.
+ *
+ * The pool only knows how many pages are free, not whose.  Two rules keep a
+ * release from taking pages promised to someone else:
+ *  - each of the caller's pools keeps (still charged) as many pages as the
+ *    caller's processes map, and as its jobs have reserved (release_keep);
+ *  - a pool shrinks only while its free unreserved pages, less the shrink,
+ *    still cover every other user's grants less what their processes map
+ *    (shrink_allowed), machine-wide and per NUMA node.  That also covers
+ *    pages the caller holds without a mapping (a hugetlb memfd).
+ * All are computed fail closed: if /proc cannot be read, everything is kept. */
+static int release_locked(struct release *r) {
+  int any = 0, planned = release_decide(r, &any);
+  if (!any) {
+    snprintf(r->msg, r->msglen, "you hold no pages\n");
+    reserve_audit(r->who, "action=release released=0 outcome=unchanged");
+  }
+  if (r->jobs_err == 0 && release_fit(r) != 0) return RESERVE_FAIL;
+  if (planned && state_write(&r->s) != 0) {
+    append(r->msg, r->msglen, &r->used, "nothing released: cannot record the release: %s\n", strerror(errno));
+    reserve_audit(r->who, "action=release released=0 outcome=error reason=\"cannot write the grant table\"");
+    return RESERVE_FAIL;
+  }
+  release_shrink(r);
+  return r->rc;
+}
+
+int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen) {
+  struct release *r = calloc(1, sizeof *r); /* ~60 kB: not on a plugin thread's stack */
+  int rc;
+  msg[0] = '\0';
+  if (r == NULL) {
+    snprintf(msg, msglen, "out of memory");
+    reserve_audit(who, "action=release outcome=error reason=\"out of memory\"");
+    return RESERVE_FAIL;
+  }
+  r->who = who;
+  r->msg = msg;
+  r->msglen = msglen;
+  if ((rc = state_open(who, &r->s, 1, msg, msglen)) != 0) {
+    reserve_audit(who, "action=release outcome=error reason=\"%s\"", msg);
+    free(r);
+    return rc == -2 ? RESERVE_BUSY : RESERVE_FAIL;
+  }
+  if (procs_hugetlb(&r->s.gs, who->uid, &r->u) != 0) r->procs_err = errno != 0 ? errno : EIO;
+  if (jobs_load(who->uid, RESERVE_PAGE_2M, &r->uj[0]) != 0 || jobs_load(who->uid, RESERVE_PAGE_1G, &r->uj[1]) != 0)
+    r->jobs_err = errno != 0 ? errno : EIO;
+  rc = release_locked(r);
+  state_close(&r->s);
+  free(r);
   return rc;
 }

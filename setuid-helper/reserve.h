@@ -18,7 +18,7 @@ extern "C" {
 #define RESERVE_MAX_PAGES 10000000ULL /* largest PAGES accepted on the command line */
 #define RESERVE_MAX_NODE 1023
 #define RESERVE_MAX_GRANTS 512
-#define RESERVE_MAX_GROUPS 256
+#define RESERVE_MAX_GROUPS 256 /* the Slurm plugin's look-up of a job user's groups */
 #define RESERVE_CONF_MAX 4096    /* bytes */
 #define RESERVE_GRANTS_MAX 32768 /* bytes */
 #define RESERVE_PAGE_2M 2048U    /* kB */
@@ -101,7 +101,7 @@ size_t reserve_format_grants(const struct reserve_grants *gs, char *buf, size_t 
 struct reserve_caller {
   uid_t uid;
   gid_t gid;
-  gid_t groups[RESERVE_MAX_GROUPS];
+  const gid_t *groups; /* supplementary groups, as many as the caller has */
   int ngroups;
   unsigned long job;  /* Slurm job id when called from the plugin, else 0 */
   const char *source; /* "helper" or "slurm" */

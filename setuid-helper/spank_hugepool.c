@@ -16,9 +16,10 @@
  *               the reason; if isolation could not be set up, it says so.
  *               Not the prolog, nor user_init: a failure there drains the
  *               node (for batch jobs), and a user must not be able to do that.
- *   job epilog  (root): remove the job's cgroup and unregister; when the
- *               user has no other job on the node, release everything the
- *               user holds.
+ *   job epilog  (root): kill what is left in the job's cgroup, remove it
+ *               and unregister; when the user has no other job on the
+ *               node, release everything the user holds (the release also
+ *               lowers the limits of the user's other jobs to what is kept).
  *
  * Rules kept:
  *  1. The option value is validated again on the root side.
@@ -31,6 +32,8 @@
  *     and says so in its output and the audit log.
  *  6. Registry files (<job>, <job>.failed, <job>.iso) are written by root
  *     only, and read only if they are root-owned regular files.
+ *  7. A job's leftover processes are killed at its end, never moved out of
+ *     its cgroup (outside it nothing limits them); audited.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -107,7 +110,9 @@ static int read_job_file(uint32_t job, const char *ext, char *buf, size_t cap) {
 
 static void record_failure(uint32_t job, const char *why) { write_job_file(job, ".failed", why); }
 
-static int job_caller(spank_t sp, struct reserve_caller *who, uint32_t *job) {
+/* groups: room for RESERVE_MAX_GROUPS; a user with more is checked by the
+ * primary group alone (fail closed). */
+static int job_caller(spank_t sp, struct reserve_caller *who, gid_t *groups, uint32_t *job) {
   uid_t uid;
   gid_t gid;
   const struct passwd *pw;
@@ -120,20 +125,24 @@ static int job_caller(spank_t sp, struct reserve_caller *who, uint32_t *job) {
   who->job = *job;
   who->source = "slurm";
   pw = getpwuid(uid);
+  who->groups = groups;
   who->ngroups = RESERVE_MAX_GROUPS;
-  if (pw == NULL || getgrouplist(pw->pw_name, gid, who->groups, &who->ngroups) < 0) who->ngroups = 0;
+  if (pw == NULL || getgrouplist(pw->pw_name, gid, groups, &who->ngroups) < 0) who->ngroups = 0;
   return 0;
 }
 
-/* The job's hugetlb cgroup: <job>.iso records "isolated R" or
- * "unisolated R <reason>" (R: 1 if the site requires isolation) for the
- * tasks and the epilog.  Returns 0, or -1 when isolation is required and
- * failed (the failure is recorded: the tasks will not run). */
+/* The job's hugetlb cgroup: <job>.iso records "isolated R A" or
+ * "unisolated R <reason>" (R: 1 if the site requires isolation; A: the
+ * pages of its limit that nobody was granted, default_job_pages for a job
+ * without --hugepages, limits.c) for the tasks, the helper and the epilog.
+ * Returns 0, or -1 when isolation is required and failed (the failure is
+ * recorded: the tasks will not run). */
 static int isolate_job(const struct reserve_caller *who, const struct reserve_config *conf, uint32_t job,
-                       const struct cg_hier *h, const char *detect_why, unsigned long long pages) {
+                       const struct cg_hier *h, const char *detect_why, unsigned long long pages,
+                       unsigned long long allowance) {
   char why[600], text[700];
   if (detect_why == NULL && cg_job_create(h, job, pages, why, sizeof why) == 0) {
-    snprintf(text, sizeof text, "isolated %d", conf->require_isolation);
+    snprintf(text, sizeof text, "isolated %d %llu", conf->require_isolation, allowance);
     write_job_file(job, ".iso", text);
     reserve_audit(who, "action=isolate hierarchy=%s cgroup=%s/hugepool/job_%u limit=%llu outcome=ok",
                   h->v2 ? "v2" : "v1", h->mnt, (unsigned)job, pages);
@@ -153,6 +162,7 @@ static int isolate_job(const struct reserve_caller *who, const struct reserve_co
 
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
   struct reserve_caller who;
+  gid_t groups[RESERVE_MAX_GROUPS];
   struct reserve_config conf;
   struct reserve_request rq;
   struct cg_hier h;
@@ -163,7 +173,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
   (void)ac;
   (void)av;
   openlog("hugepool-spank", LOG_PID, LOG_AUTHPRIV);
-  if (job_caller(sp, &who, &job) != 0) {
+  if (job_caller(sp, &who, groups, &job) != 0) {
     slurm_error("hugepool: cannot identify the job");
     return 0;
   }
@@ -193,7 +203,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
   if (!have && !conf.default_job_pages_set) return 0; /* such jobs are not isolated */
   if (cg_detect(&h, why, sizeof why) != 0) detect_why = why;
   if (detect_why != NULL && conf.require_isolation) /* refused before anything is granted */
-    return isolate_job(&who, &conf, job, &h, detect_why, have ? rq.pages : conf.default_job_pages), 0;
+    return isolate_job(&who, &conf, job, &h, detect_why, have ? rq.pages : conf.default_job_pages, 0), 0;
   if (have) {
     int rc, tries = 0;
     /* A busy lock (after a stopped helper holding it was killed) is retried. */
@@ -205,7 +215,8 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
       return 0;
     }
   }
-  (void)isolate_job(&who, &conf, job, &h, detect_why, have ? rq.pages : conf.default_job_pages);
+  (void)isolate_job(&who, &conf, job, &h, detect_why, have ? rq.pages : conf.default_job_pages,
+                    have ? 0 : conf.default_job_pages);
   return 0;
 }
 
@@ -225,11 +236,12 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av) {
     return 0;
   if (strncmp(buf, "isolated ", 9) == 0) {
     struct reserve_caller who;
+    gid_t groups[RESERVE_MAX_GROUPS];
     uint32_t id;
     required = buf[9] == '1';
     if (cg_detect(&h, why, sizeof why) == 0 && cg_task_enter(&h, job, why, sizeof why) == 0) return 0;
     openlog("hugepool-spank", LOG_PID, LOG_AUTHPRIV);
-    if (job_caller(sp, &who, &id) == 0)
+    if (job_caller(sp, &who, groups, &id) == 0)
       reserve_audit(&who, "action=isolate-task pid=%ld outcome=%s reason=\"%s\"", (long)getpid(),
                     required ? "refused" : "unavailable", why);
   } else if (strncmp(buf, "unisolated ", 11) == 0 && strlen(buf) > 13) {
@@ -267,21 +279,39 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   return 0;
 }
 
+/* The job's cgroup goes, and whatever is still in it (a process that
+ * escaped Slurm's tracking by setsid or a double fork) is killed first:
+ * moved anywhere else, it would keep reserving pages after its grant is
+ * released.  Tried for every job, isolated or not (a cgroup left by a
+ * damaged record must not outlive its job); audited when there was one. */
+static void end_isolation(const struct reserve_caller *who, uint32_t job) {
+  struct cg_hier h;
+  char why[600], buf[700];
+  int killed = 0, isolated = read_job_file(job, ".iso", buf, sizeof buf) == 0 && strncmp(buf, "isolated ", 9) == 0;
+  if (cg_detect(&h, why, sizeof why) != 0) {
+    if (isolated) reserve_audit(who, "action=isolate-end outcome=error reason=\"%s\"", why);
+    return;
+  }
+  if (cg_job_remove(&h, job, &killed, why, sizeof why) != 0) {
+    reserve_audit(who, "action=isolate-end cgroup=%s/hugepool/job_%u killed=%d outcome=error reason=\"%s\"", h.mnt,
+                  (unsigned)job, killed, why);
+    slurm_error("hugepool: job %u: %s", (unsigned)job, why);
+  } else if (isolated || killed > 0) {
+    reserve_audit(who, "action=isolate-end cgroup=%s/hugepool/job_%u killed=%d outcome=ok", h.mnt, (unsigned)job,
+                  killed);
+  }
+}
+
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av) {
   struct reserve_caller who;
-  struct cg_hier h;
-  char path[256], msg[1024], buf[700];
+  gid_t groups[RESERVE_MAX_GROUPS];
+  char path[256], msg[1024];
   uint32_t job;
   (void)ac;
   (void)av;
   openlog("hugepool-spank", LOG_PID, LOG_AUTHPRIV);
-  if (job_caller(sp, &who, &job) != 0) return 0;
-  if (read_job_file(job, ".iso", buf, sizeof buf) == 0 && strncmp(buf, "isolated ", 9) == 0) {
-    if (cg_detect(&h, msg, sizeof msg) != 0 || cg_job_remove(&h, job, msg, sizeof msg) != 0) {
-      reserve_audit(&who, "action=isolate-end outcome=error reason=\"%s\"", msg);
-      slurm_error("hugepool: job %u: %s", (unsigned)job, msg);
-    }
-  }
+  if (job_caller(sp, &who, groups, &job) != 0) return 0;
+  end_isolation(&who, job);
   reserve_job_unregister(job);
   job_file(path, sizeof path, job, ".failed");
   unlink(path);

@@ -9,7 +9,8 @@
  *  3. How a lock holder is recovered: after the wait, the root side kills
  *     every holder in /proc/locks whose effective gid is the lock file's
  *     group (only the setgid helper runs with it), pinned by pidfd_open and
- *     signalled by pidfd_send_signal.  Name and state are not looked at.
+ *     signalled by pidfd_send_signal.  Name and state are not looked at,
+ *     and its status is read whatever its length (any number of groups).
  *  4. The table is written whole (one pwrite, checked), truncated and
  *     synced; if any step fails, the previous table is written back.  Its
  *     end line's checksum makes a torn table corrupt, and a corrupt table
@@ -91,10 +92,10 @@ static int kill_lock_holders(const struct reserve_caller *who, int lock_fd) {
   f = fopen("/proc/locks", "re");
   if (f == NULL) return 0;
   while (fgets(line, sizeof line, f) != NULL) {
-    char type[16], id[16], dev[64], path[64], buf[2048];
-    unsigned long long pid, egid = ~0ULL, rgid;
-    size_t len;
-    int pidfd;
+    char type[16], id[16], dev[64], path[64];
+    struct proc_status ps;
+    unsigned long long pid;
+    int pidfd, fd;
     /* "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; waiters have "->" */
     if (sscanf(line, "%15s %15s %*s %*s %20s %63s", id, type, path, dev) != 4) continue;
     if (strcmp(type, "FLOCK") != 0 || strcmp(dev, want) != 0) continue;
@@ -102,13 +103,15 @@ static int kill_lock_holders(const struct reserve_caller *who, int lock_fd) {
     pidfd = pidfd_open((pid_t)pid, 0);
     if (pidfd < 0) continue;
     snprintf(path, sizeof path, "/proc/%llu/status", pid);
-    if (read_small(path, buf, sizeof buf, &len) == 0 && status_ids(buf, "Gid:", &rgid, &egid) == 0 &&
-        egid == st.st_gid && pidfd_send_signal(pidfd, 0, NULL, 0) == 0 &&
+    fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+    /* read whole, however many groups its caller has (proc_status_read) */
+    if (fd >= 0 && proc_status_read(fd, &ps) == 0 && ps.egid == st.st_gid && pidfd_send_signal(pidfd, 0, NULL, 0) == 0 &&
         pidfd_send_signal(pidfd, SIGKILL, NULL, 0) == 0) {
       killed++;
       reserve_audit(who, "action=recover pid=%llu outcome=killed reason=\"a hugepool-reserve held the lock for %d s\"",
                     pid, RESERVE_LOCK_WAIT_MS / 1000);
     }
+    if (fd >= 0) close(fd);
     close(pidfd);
   }
   (void)fclose(f);
@@ -313,26 +316,41 @@ int reserve_job_unregister(unsigned long job) {
 }
 
 /* Only root-owned regular files count: the registry is written by the plugin. */
-int reserve_user_has_job(uid_t uid, unsigned long except_job) {
+static int registry_owner(int dir, const char *name, unsigned long long *owner) {
+  char buf[32];
+  size_t len;
+  struct stat st;
+  int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), rc = -1;
+  if (fd < 0) return -1;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && read_fd_all(fd, buf, sizeof buf, &len) == 0) {
+    if (len > 0 && buf[len - 1] == '\n') buf[--len] = '\0';
+    rc = reserve_parse_count(buf, 0xfffffffeULL, owner);
+  }
+  close(fd);
+  return rc;
+}
+
+int registry_jobs(uid_t uid, unsigned long except_job, unsigned long *jobs, size_t cap) {
   DIR *d = opendir(RESERVE_JOBS_DIR);
   struct dirent *e;
-  int found = 0;
-  if (d == NULL) return 0;
-  while (!found && (e = readdir(d)) != NULL) {
+  int n = 0;
+  if (d == NULL) return 0; /* no registry: no jobs */
+  while ((e = readdir(d)) != NULL) {
     unsigned long long job, owner;
-    char buf[32];
-    size_t len;
-    struct stat st;
-    int fd;
     if (reserve_parse_count(e->d_name, 1ULL << 40, &job) != 0 || job == except_job) continue;
-    fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0) continue;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && read_fd_all(fd, buf, sizeof buf, &len) == 0) {
-      if (len > 0 && buf[len - 1] == '\n') buf[--len] = '\0';
-      if (reserve_parse_count(buf, 0xfffffffeULL, &owner) == 0 && owner == uid) found = 1;
+    if (registry_owner(dirfd(d), e->d_name, &owner) != 0 || owner != uid) continue;
+    if ((size_t)n == cap) {
+      n = -1;
+      errno = E2BIG;
+      break;
     }
-    close(fd);
+    jobs[n++] = (unsigned long)job;
   }
   closedir(d);
-  return found;
+  return n;
+}
+
+int reserve_user_has_job(uid_t uid, unsigned long except_job) {
+  unsigned long one;
+  return registry_jobs(uid, except_job, &one, 1) != 0; /* -1: more than one */
 }

@@ -7,7 +7,9 @@
  *     that would not fit is an error, never cut short).
  *  2. Nothing read is trusted: numbers go through reserve_parse_count (no
  *     sign, no leading zero, range-checked), a file larger than its buffer
- *     is an error, a line that does not parse is an error.
+ *     is an error, a line that does not parse is an error.  A status file
+ *     has no size limit: it is read line by line, long lines it does not
+ *     need (Groups:) skipped, so no caller can make it unreadable.
  *  3. Fail closed: a count that cannot be made (EMFILE, EACCES, a status
  *     that does not parse) is an error, never zero; only a process that
  *     ended while it was read (ENOENT, ESRCH) is skipped.
@@ -178,18 +180,6 @@ int node_meminfo_read(int node, struct meminfo *m) {
 
 /* ---- /proc/<pid>/status ---- */
 
-/* One "Key:\tvalue..." line of a /proc/<pid>/status text. */
-static const char *status_line(const char *text, const char *key) {
-  const char *p = text;
-  size_t kl = strlen(key);
-  while (p != NULL && *p != '\0') {
-    if (strncmp(p, key, kl) == 0) return p + kl;
-    p = strchr(p, '\n');
-    if (p != NULL) p++;
-  }
-  return NULL;
-}
-
 static int status_number(const char **p, unsigned long long max, unsigned long long *v) {
   char num[24];
   size_t n = 0;
@@ -199,10 +189,59 @@ static int status_number(const char **p, unsigned long long max, unsigned long l
   return reserve_parse_count(num, max, v);
 }
 
-int status_ids(const char *text, const char *key, unsigned long long *real, unsigned long long *eff) {
-  const char *p = status_line(text, key);
-  return p != NULL && status_number(&p, 0xffffffffULL, real) == 0 && status_number(&p, 0xffffffffULL, eff) == 0 ? 0
-                                                                                                                : -1;
+/* One whole line of a status file; the keys looked for, and what they fill. */
+static int status_take(const char *line, struct proc_status *ps) {
+  const char *p = line + 4;
+  if (strncmp(line, "Uid:", 4) == 0 || strncmp(line, "Gid:", 4) == 0) {
+    int uid = line[0] == 'U';
+    if (status_number(&p, 0xffffffffULL, uid ? &ps->ruid : &ps->rgid) != 0 ||
+        status_number(&p, 0xffffffffULL, uid ? &ps->euid : &ps->egid) != 0)
+      return -1;
+    ps->have |= uid ? 1 : 2;
+  } else if (strncmp(line, "HugetlbPages:", 13) == 0) {
+    p = line + 13;
+    if (status_number(&p, 1ULL << 50, &ps->hugetlb_kb) != 0) return -1;
+  }
+  return 0;
+}
+
+/* Reads the file line by line through a small line buffer, however long it
+ * is: a line that does not fit (Groups: of a caller with thousands of
+ * groups) is skipped to its end, unless it is one of the lines we need
+ * (those are short; a long one is an error).  Only a file that ends while
+ * it is read in the middle of nothing is whole. */
+int proc_status_read(int fd, struct proc_status *ps) {
+  char chunk[512], line[128] = {0}; /* zeroed: a short line never reads past its end */
+  size_t n = 0, i;
+  int over = 0;
+  memset(ps, 0, sizeof *ps);
+  for (;;) {
+    ssize_t r = read(fd, chunk, sizeof chunk);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) break;
+    for (i = 0; i < (size_t)r; i++) {
+      if (chunk[i] != '\n') {
+        if (n + 1 < sizeof line)
+          line[n++] = chunk[i];
+        else
+          over = 1; /* the first bytes stay in line: its key */
+        continue;
+      }
+      line[n] = '\0';
+      if (over ? strncmp(line, "Uid:", 4) == 0 || strncmp(line, "Gid:", 4) == 0 ||
+                     strncmp(line, "HugetlbPages:", 13) == 0
+               : status_take(line, ps) != 0)
+        goto bad;
+      n = 0;
+      over = 0;
+    }
+  }
+  if (n != 0 || ps->have != 3) goto bad; /* cut short, or no Uid:/Gid: line */
+  return 0;
+bad:
+  errno = EPROTO;
+  return -1;
 }
 
 /* Hugetlb memory (kB, every page size and node) mapped by processes, from
@@ -232,10 +271,9 @@ int procs_hugetlb(const struct reserve_grants *gs, uid_t caller, struct usage *u
   d = opendir(SYS_ROOT "/proc");
   if (d == NULL) return -1;
   while (rc == 0) {
-    char path[64], buf[8192];
-    unsigned long long pid, ruid, euid, use = 0;
-    const char *p;
-    size_t len;
+    char path[64];
+    struct proc_status ps;
+    unsigned long long pid;
     int fd, k;
     errno = 0;
     if ((e = readdir(d)) == NULL) {
@@ -246,7 +284,7 @@ int procs_hugetlb(const struct reserve_grants *gs, uid_t caller, struct usage *u
     if (reserve_parse_count(e->d_name, 1ULL << 31, &pid) != 0) continue;
     snprintf(path, sizeof path, "%llu/status", pid);
     fd = openat(dirfd(d), path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0 || read_fd_all(fd, buf, sizeof buf, &len) != 0) {
+    if (fd < 0 || proc_status_read(fd, &ps) != 0) {
       err = errno;
       if (fd >= 0) close(fd);
       if (err == ENOENT || err == ESRCH) continue; /* ended while we looked */
@@ -254,14 +292,8 @@ int procs_hugetlb(const struct reserve_grants *gs, uid_t caller, struct usage *u
       break;
     }
     close(fd);
-    p = status_line(buf, "HugetlbPages:");
-    if (status_ids(buf, "Uid:", &ruid, &euid) != 0 || (p != NULL && status_number(&p, 1ULL << 50, &use) != 0)) {
-      err = EPROTO;
-      rc = -1;
-      break;
-    }
-    if (ruid == caller || euid == caller) u->caller_kb += use;
-    if (ruid == euid && (k = usage_index(u, (uid_t)ruid)) >= 0) u->kb[k] += use;
+    if (ps.ruid == caller || ps.euid == caller) u->caller_kb += ps.hugetlb_kb;
+    if (ps.ruid == ps.euid && (k = usage_index(u, (uid_t)ps.ruid)) >= 0) u->kb[k] += ps.hugetlb_kb;
   }
   closedir(d);
   errno = err;

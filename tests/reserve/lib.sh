@@ -198,3 +198,65 @@ _real_pool_restore() {
   [[ $base_node0 == none ]] || echo "$base_node0" >"$node0/nr_hugepages"
   echo "$base" >"$sys/nr_hugepages"
 }
+
+# --- hugetlb cgroups (cgroup.c) and the job limits (limits.c) ---
+# The hierarchy the plugin will use (its own detection, in shell): cg_mnt,
+# with cg_v2 / cg_v1 the mounts found.  Whatever jobs leave is checked by the
+# tests; the hierarchy is put back as it was at the end (the plugin enables
+# the controller in a cgroup2 root's subtree_control).
+cg_setup() {
+  cg_v2=$(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") break; if ($(i + 1) == "cgroup2" && $4 == "/") { print $5; exit } }' /proc/self/mountinfo)
+  cg_v1=$(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") break; if ($(i + 1) == "cgroup" && $4 == "/" && $(i + 3) ~ /(^|,)hugetlb(,|$)/) { print $5; exit } }' /proc/self/mountinfo)
+  cg_mnt=
+  if [[ -n $cg_v2 ]] && grep -qw hugetlb "$cg_v2/cgroup.controllers" 2>/dev/null; then
+    cg_mnt=$cg_v2
+  elif [[ -n $cg_v1 ]]; then
+    cg_mnt=$cg_v1
+  fi
+  if [[ -n $cg_mnt ]]; then
+    _cg_had_dir=$([[ -d $cg_mnt/hugepool ]] && echo yes || echo no)
+    _cg_had_ctrl=$([[ -n $cg_v2 ]] && grep -qw hugetlb "$cg_v2/cgroup.subtree_control" && echo yes || echo no)
+    on_exit _cg_restore
+  fi
+}
+_cg_restore() {
+  [[ -n $cg_mnt ]] || return 0
+  local d
+  for d in "$cg_mnt"/hugepool/job_*; do [[ -d $d ]] && rmdir "$d"; done
+  [[ $_cg_had_dir == yes ]] || rmdir "$cg_mnt/hugepool" 2>/dev/null || true
+  if [[ $cg_mnt == "$cg_v2" && $_cg_had_ctrl == no ]]; then echo -hugetlb >"$cg_v2/cgroup.subtree_control" || true; fi
+}
+cg_jobs() { [[ -n $cg_mnt ]] && ls -d "$cg_mnt"/hugepool/job_* 2>/dev/null || true; } # job cgroups left
+cg_pages() { # job-cgroup max|current: the reservation counter in 2 MB pages (v2 or v1 names)
+  local f=$1/hugetlb.2MB.rsvd.$2 v
+  [[ -e $f ]] || f=$1/hugetlb.2MB.rsvd.$([[ $2 == max ]] && echo limit_in_bytes || echo usage_in_bytes)
+  v=$(cat "$f")
+  [[ $v == max ]] || ((v >= 1 << 62)) && echo max || echo $((v >> 21))
+}
+
+# The rule of limits.c, read from the kernel's limit files and the grant
+# table (never from the helper): for every user with jobs in the registry,
+# the sum over their jobs of (2 MB reservation limit - the job's allowance,
+# the third field of "isolated R A" in <job>.iso) is at most their 2 MB
+# grants.  Prints each user's numbers; returns 1 if the rule is broken.
+# Args: the hierarchy's mount, the registry, the grant table.
+limits_within_grants() {
+  local mnt=$1 reg=$2 table=$3 f id uid lim allow iso ok=0
+  declare -A sum=()
+  for f in "$reg"/*; do
+    id=${f##*/}
+    [[ $id =~ ^[0-9]+$ && -d $mnt/hugepool/job_$id ]] || continue
+    uid=$(<"$f")
+    lim=$(cg_pages "$mnt/hugepool/job_$id" max)
+    [[ $lim != max ]] || continue
+    allow=0
+    if [[ -f $f.iso ]] && read -r iso _ allow <"$f.iso" && [[ $iso == isolated && $allow =~ ^[0-9]+$ ]]; then :; else allow=0; fi
+    sum[$uid]=$((${sum[$uid]:-0} + (lim > allow ? lim - allow : 0)))
+  done
+  for uid in "${!sum[@]}"; do
+    g=$(awk -v u="$uid" '$1 == u && $3 == 2048 { s += $4 } END { print s + 0 }' "$table")
+    echo "uid $uid: job limits $((sum[$uid])), grants $g"
+    ((sum[$uid] <= g)) || ok=1
+  done
+  return $ok
+}

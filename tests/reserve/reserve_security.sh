@@ -84,6 +84,17 @@ else
   echo "note: no writable cgroup v2 mount: the cgroup.freeze case is not run" >&2
 fi
 
+# (c) a caller with 1,000 supplementary groups: its helper's status is ~9 kB
+# (2 kB used to be the most the root side read, so it was never killed)
+set_pool 0 0
+many=$(seq -s, 1000000 1000999)
+stuck_start setpriv --reuid=65534 --regid=65534 --groups="$many" "$HELPER" 5
+size=$(wc -c <"/proc/$stuck/status")
+((size > 8192)) || fail "the helper's status is only $size bytes"
+kill -STOP "$stuck"
+for _ in $(seq 50); do [[ $(awk '{print $3}' "/proc/$stuck/stat") == T ]] && break; sleep 0.05; done
+stuck_recovered "helper of a caller with 1000 groups ($size-byte status), stopped"
+
 # --- 2. the release's in-use count fails closed ---
 release_with_nofile() { # soft:hard: nobody's --release under that RLIMIT_NOFILE; sets OUT, ERR (both streams), RC
   set +e
@@ -113,6 +124,25 @@ expect_err "cannot read /proc" "the message says why"
 grep -q 'map 0 kB' <<<"$ERR" && fail "the message claims nothing is mapped: $ERR"
 expect_eq "$(nr)" 20 "pool unchanged with /proc unreadable"
 chmod 0755 "$FAKE/proc"
+
+# A status of any length is read (line by line): a process with 1,000 groups
+# anywhere on the node must not make every release fail closed, and what is
+# after its long Groups: line (HugetlbPages:) still counts.
+set_pool 0 0
+rm -rf "$FAKE"/proc/[0-9]*
+as_nobody 4
+mkdir -p "$FAKE/proc/5003"
+{
+  printf 'Name:\tapp\nUid:\t65534\t65534\t65534\t65534\nGid:\t0\t0\t0\t0\nGroups:\t'
+  seq -s ' ' 10000000 10000999
+  printf 'HugetlbPages:\t    4096 kB\n'
+} >"$FAKE/proc/5003/status"
+expect_eq "$(($(wc -c <"$FAKE/proc/5003/status") > 8192))" 1 "a fake status of more than 8 kB"
+as_nobody --release
+expect_rc 1 "a release next to a process with 1000 groups runs"
+expect_err "kept 2 of 4 pages" "the 4096 kB mapped after the long Groups: line are kept"
+expect_eq "$(nr)" 2 "the other 2 pages were given back"
+rm -rf "$FAKE"/proc/[0-9]*
 
 # --- 3. pages held without a mapping (a hugetlb memfd: HugetlbPages 0)
 # cannot be released out of another user's grant ---

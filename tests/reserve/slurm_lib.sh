@@ -9,30 +9,7 @@ done
 plugin=$RESERVE_BIN_DIR/hugepool_spank_realpool.so
 [[ -f $plugin ]] || fail "SPANK plugin not built (libslurm-dev missing?)"
 
-# The hugetlb cgroups the plugin makes (cgroup.c): whatever the jobs leave
-# is checked by the tests; the hierarchy is put back as it was at the end
-# (the plugin enables the controller in a cgroup2 root's subtree_control).
-cg_v2=$(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") break; if ($(i + 1) == "cgroup2" && $4 == "/") { print $5; exit } }' /proc/self/mountinfo)
-cg_v1=$(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") break; if ($(i + 1) == "cgroup" && $4 == "/" && $(i + 3) ~ /(^|,)hugetlb(,|$)/) { print $5; exit } }' /proc/self/mountinfo)
-cg_mnt= # the hierarchy the plugin will use (its own detection, in shell)
-if [[ -n $cg_v2 ]] && grep -qw hugetlb "$cg_v2/cgroup.controllers" 2>/dev/null; then
-  cg_mnt=$cg_v2
-elif [[ -n $cg_v1 ]]; then
-  cg_mnt=$cg_v1
-fi
-_cg_restore() {
-  [[ -n $cg_mnt ]] || return 0
-  local d
-  for d in "$cg_mnt"/hugepool/job_*; do [[ -d $d ]] && rmdir "$d"; done
-  [[ $_cg_had_dir == yes ]] || rmdir "$cg_mnt/hugepool" 2>/dev/null || true
-  if [[ $cg_mnt == "$cg_v2" && $_cg_had_ctrl == no ]]; then echo -hugetlb >"$cg_v2/cgroup.subtree_control" || true; fi
-}
-if [[ -n $cg_mnt ]]; then
-  _cg_had_dir=$([[ -d $cg_mnt/hugepool ]] && echo yes || echo no)
-  _cg_had_ctrl=$([[ -n $cg_v2 ]] && grep -qw hugetlb "$cg_v2/cgroup.subtree_control" && echo yes || echo no)
-  on_exit _cg_restore
-fi
-cg_jobs() { [[ -n $cg_mnt ]] && ls -d "$cg_mnt"/hugepool/job_* 2>/dev/null || true; } # job cgroups left
+cg_setup
 
 T=$(mktemp -d /var/tmp/hugepool-slurm.XXXXXX)
 chmod 0755 "$T"
