@@ -12,6 +12,10 @@ module hp_test
       character(kind=c_char), intent(in) :: key(*)
       integer(c_long) :: kb
     end function
+    function hugetlb_pages_c() bind(C, name='hp_test_hugetlb_pages') result(v)
+      import :: c_long
+      integer(c_long) :: v
+    end function
     function c_meminfo(key) bind(C, name='hp_test_meminfo') result(v)
       import :: c_char, c_long
       character(kind=c_char), intent(in) :: key(*)
@@ -30,6 +34,11 @@ contains
   function kernel_free_pages() result(n)
     integer(int64) :: n
     n = int(c_meminfo('HugePages_Free' // c_null_char) - c_meminfo('HugePages_Rsvd' // c_null_char), int64)
+  end function
+  ! 2 MB pages this process maps (/proc/self/status HugetlbPages).
+  function hugetlb_pages() result(n)
+    integer(int64) :: n
+    n = int(hugetlb_pages_c(), int64)
   end function
   ! True when the mapping at addr is on 2 MB hugetlb pages holding at least `bytes`.
   function on_hugetlb(addr, bytes) result(ok)
