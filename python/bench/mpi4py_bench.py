@@ -39,6 +39,7 @@ def pingpong(make, nbytes, fresh, iters):
     t = time.perf_counter()
     for _ in range(iters):
         if fresh:
+            buf = None  # dropped, as a temporary array is
             buf = make(n)
             buf[:] = 1.0
         if rank == 0:
@@ -59,6 +60,7 @@ def allreduce(make, nbytes, fresh, iters):
     t = time.perf_counter()
     for _ in range(iters):
         if fresh:
+            a = r = None
             a, r = make(n), make(n)
             a[:] = 1.0
         comm.Allreduce(a, r, op=MPI.SUM)
@@ -84,7 +86,7 @@ def main():
                     key = (nbytes, "fresh" if fresh else "reused", name)
                     results.setdefault(key + ("pingpong_GBps",), []).append(bw)
                     results.setdefault(key + ("allreduce_ms",), []).append(ms)
-        hugepool.trim()
+            hugepool.trim()  # keep the pool's use to one size at a time
     if rank == 0:
         for (nbytes, mode, name, metric), v in sorted(results.items()):
             v = sorted(v)
