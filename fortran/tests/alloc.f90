@@ -135,6 +135,7 @@ program alloc
   call check(abs(hugepool_pool_free_pages(HUGEPOOL_ANY_NODE) - n) <= abs(kernel_free_pages() - n), &
     'hugepool_pool_free_pages agrees with meminfo')
   call hugepool_deallocate(a)
+  deallocate(text)
 
   ! A segment, viewed as an array, mapped a second time from its handle.
   call hugepool_segment_create(seg, 4_int64 * 1024 * 1024, stat=ierr)
