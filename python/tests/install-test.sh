@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the build tree into a temporary prefix and imports the package
+# from there with PYTHONPATH alone: the package and its extension come from
+# the prefix, the extension finds the prefix's libhugepool, and an array is
+# on hugetlb pages (smaps; a pool of 4 free pages, with-pool).
+#   install-test.sh BUILD_DIR PYTHON
+set -euo pipefail
+build=$1 python=$2
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+site=$(find "$tmp/prefix" -path '*-packages/hugepool/__init__.py' -printf '%h\n' | head -n 1)
+[[ -n $site ]] || { echo "FAIL: the package is not installed"; exit 1; }
+cd "$tmp"
+PYTHONPATH=$(dirname "$site"):$here "$here/../../tests/preload/with-pool" 4 "$python" - "$tmp/prefix" <<'PY'
+import os, sys
+import hugepool, hugepool._core
+from kernel_view import on_hugetlb
+prefix = sys.argv[1]
+assert hugepool.__file__.startswith(prefix), hugepool.__file__
+libs = [l.split()[-1] for l in open("/proc/self/maps") if "libhugepool.so" in l]
+assert libs and all(l.startswith(prefix) for l in libs), libs
+a = hugepool.zeros(1 << 20)
+a[:] = 1
+assert on_hugetlb(a.__array_interface__["data"][0], a.nbytes)
+print(f"install test: hugepool imported from {os.path.dirname(hugepool.__file__)}, libhugepool from {libs[0]}")
+PY
