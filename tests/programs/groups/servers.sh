@@ -1,0 +1,44 @@
+# redis-server: a forking server (BGSAVE and DEBUG RELOAD write and read an
+# RDB file from a child) that rewrites its environment for its process
+# title, on a unix socket in its working directory, stopped by the script.
+POOL=400
+
+prepare() {
+  cat >redis.sh <<'SH'
+sock=$PWD/redis.sock
+redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --dir "$PWD" --save "" \
+  --appendonly no --daemonize no --enable-debug-command local --logfile "$PWD/redis.log" &
+srv=$!
+trap 'kill $srv 2>/dev/null' EXIT
+cli() { redis-cli -s "$sock" "$@"; }
+i=0
+until [ "$(cli ping 2>/dev/null)" = PONG ]; do
+  i=$((i + 1)); [ $i -lt 200 ] || { echo "redis did not start" >&2; exit 1; }; sleep 0.05
+done
+cli debug populate 300000 key 100
+cli setrange big 157286399 x                       # a 150 MiB string
+for k in 1 2 3 4 5 6 7 8; do cli append big "$(printf '%01000d' $k)" >/dev/null; done
+cli strlen big
+last=$(cli lastsave)
+cli bgsave >/dev/null
+i=0
+until [ "$(cli lastsave)" != "$last" ] && cli info persistence | grep -q 'rdb_bgsave_in_progress:0'; do
+  i=$((i + 1)); [ $i -lt 1200 ] || { echo "BGSAVE did not finish" >&2; exit 1; }; sleep 0.05
+done
+cli info persistence | grep rdb_last_bgsave_status | tr -d '\r'
+cli dbsize
+d1=$(cli debug digest)
+cli debug reload
+d2=$(cli debug digest)
+echo "$d1"
+[ "$d1" = "$d2" ] && echo "digest unchanged by the reload"
+cli getrange big 157286390 157286410
+cli shutdown nosave >/dev/null 2>&1
+wait $srv
+echo "server exit $?"
+SH
+}
+
+programs() {
+  prog redis one 150 sh "$IN/redis.sh"
+}
