@@ -37,6 +37,6 @@ PY
 
 programs() {
   prog gcc procs/none 0 sh -c 'gcc -O1 -c "$IN/big.c" -o big.o && sha256sum <big.o'
-  prog clang one 0 sh -c 'clang -O1 -c "$IN/big.c" -o big.o && sha256sum <big.o'
-  prog make-j2 none 0 sh -c 'cp "$IN"/mk/* . && make -s -j2 && ./app && sha256sum <app'
+  prog clang one 16 sh -c 'clang -O1 -c "$IN/big.c" -o big.o && sha256sum <big.o'
+  prog make-j2 procs/some 0 sh -c 'cp "$IN"/mk/* . && make -s -j2 && ./app && sha256sum <app'
 }

@@ -116,8 +116,8 @@ PHP
 }
 
 programs() {
-  prog python-numpy one 600 /usr/bin/python3 "$IN/arrays.py"
-  prog perl one 260 perl "$IN/grow.pl"
+  prog python-numpy one 400 /usr/bin/python3 "$IN/arrays.py"
+  prog perl one 250 perl "$IN/grow.pl"
   prog ruby one 200 ruby "$IN/grow.rb"
   prog tclsh one 200 tclsh "$IN/grow.tcl"
   prog node one 250 node "$IN/big.js"

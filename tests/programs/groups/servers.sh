@@ -1,7 +1,7 @@
-# redis-server: a forking server (BGSAVE and DEBUG RELOAD write and read an
-# RDB file from a child) that rewrites its environment for its process
+# redis-server: a forking server (BGSAVE writes an RDB file from a child,
+# DEBUG RELOAD writes and reads one) that rewrites its environment for its process
 # title, on a unix socket in its working directory, stopped by the script.
-POOL=400
+POOL=500
 
 prepare() {
   cat >redis.sh <<'SH'
@@ -16,8 +16,11 @@ until [ "$(cli ping 2>/dev/null)" = PONG ]; do
   i=$((i + 1)); [ $i -lt 200 ] || { echo "redis did not start" >&2; exit 1; }; sleep 0.05
 done
 cli debug populate 300000 key 100
-cli setrange big 157286399 x                       # a 150 MiB string
-for k in 1 2 3 4 5 6 7 8; do cli append big "$(printf '%01000d' $k)" >/dev/null; done
+# a string grown 1 MiB at a time to 220 MiB: redis reallocs it at every
+# other APPEND (sds keeps at most 1 MiB spare), one growth step a MiB
+head -c 1048576 /dev/zero | tr '\0' 'a' >mib
+for k in $(seq 220); do cli -x append big <mib >/dev/null || exit 1; done
+cli setrange big 230686719 x
 cli strlen big
 last=$(cli lastsave)
 cli bgsave >/dev/null
@@ -32,7 +35,7 @@ cli debug reload
 d2=$(cli debug digest)
 echo "$d1"
 [ "$d1" = "$d2" ] && echo "digest unchanged by the reload"
-cli getrange big 157286390 157286410
+cli getrange big 230686710 230686730
 cli shutdown nosave >/dev/null 2>&1
 wait $srv
 echo "server exit $?"
@@ -40,5 +43,5 @@ SH
 }
 
 programs() {
-  prog redis one 150 sh "$IN/redis.sh"
+  prog redis one 220 sh "$IN/redis.sh"
 }
