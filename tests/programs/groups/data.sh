@@ -66,3 +66,16 @@ check_sort() {
     fail "sort [default buffer]: $(head -c 400 "$d/default-buffer.err")"
   fi
 }
+
+# -q (HUGEPOOL_WARN=0) silences the fallback warning: with an empty pool,
+# the same output and no hugepool line.
+check_sqlite3() {
+  local mode=$1 d=$2
+  [ "$mode" = empty ] || return 0
+  (cd "$d/cwd" && "$run" -q -- sqlite3 :memory: ".read $IN/q.sql" >"$d/quiet.out" 2>"$d/quiet.err")
+  if cmp -s "$d/quiet.out" "$work/r/sqlite3.plain/out" && ! grep -q '^hugepool' "$d/quiet.err"; then
+    pass "sqlite3 [empty, -q]: same output, no warning line"
+  else
+    fail "sqlite3 [empty, -q]: $(grep -c '^hugepool' "$d/quiet.err") hugepool line(s): $(head -c 200 "$d/quiet.err")"
+  fi
+}
