@@ -16,7 +16,7 @@ SELECT sum(length(g)) FROM (SELECT group_concat(b) AS g FROM t GROUP BY a % 7);
 SQL
   awk 'BEGIN { srand(1); for (i = 0; i < 1500000; i++) printf "%08d %d %s\n", int(rand() * 1e8), i, "payload-payload" }' >lines
   /usr/bin/python3 - <<'PY'
-# a fast-import stream: 40 commits over 300 files, and two files of 3 MiB
+# a fast-import stream: 40 commits over 300 files, and four files of 2 MiB
 import random
 r = random.Random(2)
 out = open("history.fi", "wb")
@@ -31,18 +31,18 @@ for c in range(40):
         blob(b"".join(b"line %d of file %d, version %d: %x\n" % (i, k, c, r.getrandbits(40)) for i in range(200)))
     if c % 10 == 0:
         out.write(b"M 644 inline big/b%d.bin\n" % c)
-        blob(bytes(r.getrandbits(8) for _ in range(3 << 20)))
+        blob(r.randbytes(2 << 20))
 out.close()
 PY
 }
 
 programs() {
   prog sqlite3 one 0 sqlite3 :memory: ".read $IN/q.sql"
-  prog sort one 250 sh -c 'sort -S 300M --parallel=2 "$IN/lines" | sha256sum'
+  prog sort one 120 sh -c 'sort -S 300M --parallel=2 "$IN/lines" | sha256sum'
   prog git procs 0 sh -c '
     export GIT_CONFIG_NOSYSTEM=1 HOME=$PWD GIT_AUTHOR_DATE=@1700000000 GIT_COMMITTER_DATE=@1700000000
     git init -q -b main r && cd r && git fast-import --quiet <"$IN/history.fi" &&
-    git checkout -q main && git -c pack.threads=2 gc -q --aggressive && git fsck --no-progress &&
+    git checkout -q main && git -c pack.threads=2 repack -adq --window=20 && git fsck --no-progress &&
     git rev-parse HEAD && git log --format="%H %s" | sha256sum &&
     git cat-file --batch-all-objects --batch-check | sha256sum &&
     git diff --stat HEAD~10 HEAD | tail -n 1 && git archive HEAD | sha256sum &&
