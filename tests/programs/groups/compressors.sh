@@ -17,7 +17,7 @@ PY
 }
 
 programs() {
-  prog xz procs 100 sh -c 'xz -T2 -5 --block-size=2MiB -c "$IN/data" >d.xz && sha256sum <d.xz && xz -d -T2 -c d.xz | cmp - "$IN/data"'
+  prog xz procs 64 sh -c 'xz -T2 -5 --block-size=2MiB -c "$IN/data" >d.xz && sha256sum <d.xz && xz -d -T2 -c d.xz | cmp - "$IN/data"'
   prog zstd procs 50 sh -c 'zstd -q -T2 -12 --long=27 -c "$IN/data" >d.zst && sha256sum <d.zst && zstd -q -d --long=27 -c d.zst | cmp - "$IN/data"'
   prog pigz none 0 sh -c 'pigz -p 2 -9 -c "$IN/data" >d.gz && sha256sum <d.gz && pigz -p 2 -d -c d.gz | cmp - "$IN/data"'
 }
