@@ -56,6 +56,7 @@ static chunk *chunks; /* chunk_lock; sorted by address: lowest first fit */
 static _Atomic(uint64_t) *owner_bits;
 static _Atomic uint64_t n_live, n_peak, n_returned, n_short, pages_used;
 static __thread int in_hook __attribute__((tls_model("initial-exec")));
+atomic_bool hc_heap_grown;
 
 bool hc_in_hook(void) { return in_hook != 0; }
 
@@ -159,8 +160,10 @@ static chunk *new_chunk(void) {
   *at = c;
   set_owner(c, true);
   uint64_t live = atomic_fetch_add_explicit(&n_live, 1, memory_order_relaxed) + 1;
-  if (live > atomic_load_explicit(&n_peak, memory_order_relaxed))
+  if (live > atomic_load_explicit(&n_peak, memory_order_relaxed)) {
     atomic_store_explicit(&n_peak, live, memory_order_relaxed);
+    if (live == HC_GROWN_CHUNKS) atomic_store_explicit(&hc_heap_grown, true, memory_order_relaxed);
+  }
   return c;
 }
 

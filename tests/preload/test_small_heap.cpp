@@ -1,10 +1,15 @@
 // HUGEPOOL_SMALL_HEAP=1: small requests packed onto hugetlb pages.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -320,4 +325,43 @@ TEST_CASE("small heap: calloc is zero on chunks that were the program's freed bu
   CHECK(nonzero == 0);
   CHECK(pl::on_hugetlb(objs.back()));
   for (auto *p : objs) free(p);
+}
+
+// Threads: of /proc/<pid>/status, as the process itself (or a program started
+// from here, under the same preload) reads it.
+static int threads_of(const char *status_path) {
+  std::ifstream f(status_path);
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("Threads:", 0) == 0) return std::atoi(line.c_str() + 8);
+  return -1;
+}
+
+TEST_CASE("small heap: a program with a small heap stays single-threaded", "[smallheap]") {
+  kv::PoolGuard pool(64);
+  pool_reserved_now();
+  /* A new program under the same preload (the environment is inherited):
+   * grep reads its own status.  With jemalloc's background thread running
+   * from the start it said 2. */
+  FILE *p = popen("grep '^Threads:' /proc/self/status", "r");
+  REQUIRE(p);
+  char line[64] = "";
+  CHECK(fgets(line, sizeof(line), p) != nullptr);
+  pclose(p);
+  CHECK(std::string(line) == "Threads:\t1\n");
+  /* setpriv keeps its capabilities across setresuid in its own thread
+   * (PR_SET_KEEPCAPS, capset) and then calls setgroups: glibc aborted it
+   * (setgroups succeeded in one thread and failed in the other). */
+  if (geteuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0) {
+    int st = system("/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups true");
+    INFO("status " << st);
+    CHECK((WIFEXITED(st) && WEXITSTATUS(st) == 0));
+  }
+  /* Past 16 MB of heap, the background thread starts (and purges: see the
+   * test of the freed heap above). */
+  std::vector<void *> objs;
+  for (size_t i = 0; i < 120000; i++) objs.push_back(malloc(200));
+  CHECK(pl::counter("small heap: 2 MB chunks") >= 8);
+  CHECK(threads_of("/proc/self/status") >= 2);
+  for (void *o : objs) free(o);
 }

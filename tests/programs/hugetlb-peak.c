@@ -1,0 +1,105 @@
+/* hugetlb-peak REPORT -- program [args...]
+ *
+ * Runs the program in a session of its own and, until it exits, reads the
+ * kernel's view of every process of that session every 10 ms:
+ * Private_Hugetlb and Shared_Hugetlb of /proc/<pid>/smaps_rollup.  REPORT
+ * gets the peak of their sum over the session, the peak of one process, and
+ * the number of samples.  Exits as the program did (128 + signal when it
+ * was killed), so a caller sees its status as if it had run it directly.
+ * Its stdin, stdout and stderr are the program's. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The session id of process `pid` (field 6 of /proc/<pid>/stat), or -1. */
+static long session_of(const char *pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  /* The command name may hold spaces and parentheses: fields follow the last ')'. */
+  char *p = strrchr(buf, ')');
+  long pgrp = 0, sid = -1;
+  char state = 0;
+  int ppid = 0;
+  if (!p || sscanf(p + 1, " %c %d %ld %ld", &state, &ppid, &pgrp, &sid) != 4) return -1;
+  return sid;
+}
+
+/* Private_Hugetlb + Shared_Hugetlb of one process, in KiB (0 if gone). */
+static long hugetlb_kib(const char *pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof(path), "/proc/%s/smaps_rollup", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  long sum = 0, v = 0;
+  while (fgets(line, sizeof(line), f)) {
+    if (sscanf(line, "Private_Hugetlb: %ld kB", &v) == 1 || sscanf(line, "Shared_Hugetlb: %ld kB", &v) == 1)
+      sum += v;
+  }
+  fclose(f);
+  return sum;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 4 || strcmp(argv[2], "--") != 0) {
+    fprintf(stderr, "usage: hugetlb-peak REPORT -- program [args...]\n");
+    return 2;
+  }
+  pid_t child = fork();
+  if (child < 0) {
+    perror("hugetlb-peak: fork");
+    return 2;
+  }
+  if (child == 0) {
+    setsid();
+    execvp(argv[3], argv + 3);
+    fprintf(stderr, "hugetlb-peak: %s: %s\n", argv[3], strerror(errno));
+    _exit(127);
+  }
+  long peak_total = 0, peak_one = 0, samples = 0;
+  int status = 0;
+  const struct timespec tick = {0, 10 * 1000 * 1000};
+  for (;;) {
+    pid_t r = waitpid(child, &status, WNOHANG);
+    if (r == child) break;
+    if (r < 0 && errno != EINTR) {
+      perror("hugetlb-peak: waitpid");
+      return 2;
+    }
+    DIR *d = opendir("/proc");
+    if (d) {
+      long total = 0;
+      struct dirent *e;
+      while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+        if (session_of(e->d_name) != (long)child) continue;
+        long kib = hugetlb_kib(e->d_name);
+        total += kib;
+        if (kib > peak_one) peak_one = kib;
+      }
+      closedir(d);
+      if (total > peak_total) peak_total = total;
+      samples++;
+    }
+    nanosleep(&tick, NULL);
+  }
+  FILE *out = fopen(argv[1], "w");
+  if (!out) {
+    perror("hugetlb-peak: report");
+    return 2;
+  }
+  fprintf(out, "peak_session_kib %ld\npeak_process_kib %ld\nsamples %ld\n", peak_total, peak_one, samples);
+  fclose(out);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
