@@ -407,6 +407,8 @@ extern HP_INTERNAL hugepool_stats hp_stats;
 HP_INTERNAL void stats_mapped(size_t bytes);
 HP_INTERNAL void stats_unmapped(size_t bytes);
 HP_INTERNAL void stats_print_at_exit(void);
+/* Reads what the reports need from the environment (the MPI rank), once. */
+HP_INTERNAL void stats_init(void);
 
 /* ---- fork (fork.c): in the child, with the lock held ------------------- */
 HP_INTERNAL void fork_prepare(void);
