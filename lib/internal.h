@@ -17,6 +17,8 @@ extern "C" {
 #define HP_INTERNAL __attribute__((visibility("hidden")))
 
 #define HP_2M ((size_t)2 << 20)
+/* The smallest HUGEPOOL_THRESHOLD accepted (option-table.c). */
+#define HP_THRESHOLD_MIN (64u << 10)
 #define HP_1G ((size_t)1 << 30)
 
 /* ---- one mapping, live or cached -------------------------------------- */
