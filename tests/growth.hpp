@@ -121,7 +121,7 @@ inline void steps(const Api &api, size_t top, size_t step) {
 inline void doubling(const Api &api, size_t top) {
   Buffer b(api, 2);
   for (size_t want = MiB; want <= top; want *= 2) REQUIRE(b.resize(want));
-  CHECK(b.moves() >= 3);
+  CHECK(b.moves() >= 2);  // each move leaves room for two more doublings
   CHECK(b.intact());
   check_kernel_view(b);
 }
