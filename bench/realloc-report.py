@@ -16,6 +16,11 @@ def size_name(b):
     return f"{b >> 30} GB" if b >= 1 << 30 else f"{b >> 20} MB"
 
 
+def size_arg(b):
+    """The --to spelling bench/realloc-run names a size by (64M, 2G)."""
+    return f"{b >> 30}G" if b >= 1 << 30 and b % (1 << 30) == 0 else f"{b >> 20}M"
+
+
 def main(path):
     rows = [json.loads(line) for line in open(path) if line.strip()]
     start = next((r for r in rows if r.get("bench") == "start"), {})
@@ -29,7 +34,11 @@ def main(path):
         cells = []
         for s in sizes:
             r = next((x for x in grow if x["peer"] == p and x["size"] == s), None)
-            if r is None:
+            over = next((x for x in rows if x.get("bench") == "realloc" and "over_s" in x
+                         and x["skip"] == f"{p} {size_arg(s)}"), None)
+            if r is None and over is not None:
+                cells.append(f"> {over['over_s'] * 1000} (no run finished)")
+            elif r is None:
                 cells.append("-")
             elif r.get("over_budget"):
                 cells.append(f"{r['median'] / 1e6:.0f} (one run), {r['hugetlb_kb'] // 1024}")

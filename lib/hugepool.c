@@ -94,6 +94,7 @@ static void thread_exit(hp_tcache *tc) {
 
 static void init_once(void) {
   options_init();
+  stats_init();
   os_nodes_init();
   share_init();
   tcache_init(thread_exit);

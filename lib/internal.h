@@ -17,6 +17,8 @@ extern "C" {
 #define HP_INTERNAL __attribute__((visibility("hidden")))
 
 #define HP_2M ((size_t)2 << 20)
+/* The smallest HUGEPOOL_THRESHOLD accepted (option-table.c). */
+#define HP_THRESHOLD_MIN (64u << 10)
 #define HP_1G ((size_t)1 << 30)
 
 /* ---- one mapping, live or cached -------------------------------------- */
@@ -59,14 +61,28 @@ HP_INTERNAL void *os_reserve(size_t size, size_t align);
 /* Turns [addr, addr + size) of a mapping into reserved address space: its
  * pages go back now, the range stays ours.  0, or -1 with errno. */
 HP_INTERNAL int os_unmap_to_reserve(void *addr, size_t size);
-/* Moves the mapping(s) covering [from, from + size) to `to` (which must be
- * reserved address space of ours): page-table entries move, no byte is
- * copied.  The range may be several mappings: they move one at a time, as
- * /proc/self/maps lists them.  0, or -1 with errno with nothing moved
- * (ENOSYS: /proc/self/maps cannot be read). */
-HP_INTERNAL int os_move(void *from, size_t size, void *to);
+/* Moves the buffer [from, from + size), one or several mappings of pages of
+ * `page_size` (0: 4 KB pages), to `to`, reserved address space of ours:
+ * page-table entries move, no byte is copied (unless the kernel refuses a
+ * piece both ways: then that piece is copied).  0: the buffer is at `to`
+ * and [from, from + size) is no longer ours.  -1 with errno: the buffer is
+ * whole at `from`, as it was, and [to, to + size) is no longer ours (ENOSYS:
+ * /proc/self/maps cannot be read; EFAULT: the range has a hole).  Never
+ * returns with the buffer in two parts (see os.c). */
+HP_INTERNAL int os_move(void *from, size_t size, void *to, size_t page_size);
 /* As os_move() for a range inside one mapping (one mremap call). */
 HP_INTERNAL int os_move_mapping(void *from, size_t size, void *to);
+/* Test hook (fault injection): from now on, counting from 1 the OS layer's
+ * mremap calls (HP_OS_FAULT_MREMAP) and the mmap calls a move makes
+ * (HP_OS_FAULT_MMAP), as `ops` selects, call first + i fails with errno
+ * `err` for each bit i set in `mask`.  first = 0 only counts; ops = 0 turns
+ * it off.  Hidden: reachable only by linking libhugepool.a, and no
+ * environment variable sets it. */
+#define HP_OS_FAULT_MREMAP 1u
+#define HP_OS_FAULT_MMAP 2u
+HP_INTERNAL void os_inject_faults(unsigned ops, long first, uint64_t mask, int err);
+/* Calls counted since the last os_inject_faults(). */
+HP_INTERNAL long os_inject_seen(void);
 /* Zeroed memory for the library's own tables (4 KB pages); os_map_sparse
  * for tables touched only here and there (charged as they are touched). */
 HP_INTERNAL void *os_map_meta(size_t size);
@@ -401,6 +417,8 @@ extern HP_INTERNAL hugepool_stats hp_stats;
 HP_INTERNAL void stats_mapped(size_t bytes);
 HP_INTERNAL void stats_unmapped(size_t bytes);
 HP_INTERNAL void stats_print_at_exit(void);
+/* Reads what the reports need from the environment (the MPI rank), once. */
+HP_INTERNAL void stats_init(void);
 
 /* ---- fork (fork.c): in the child, with the lock held ------------------- */
 HP_INTERNAL void fork_prepare(void);

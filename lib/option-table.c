@@ -45,7 +45,8 @@ static const hp_option_desc table[HP_OPT_COUNT] = {
                                "process that made no hugepool allocation"),
     [HP_OPT_WARN] = CHOICE("HUGEPOOL_WARN", 1, 1, "0|1", 0, "`0` silences diagnostics (pool short, foreign free)"),
     [HP_OPT_THRESHOLD] = SIZE("HUGEPOOL_THRESHOLD", 1LL << 20, 1LL << 50,
-                              "preload only: smallest request put on hugetlb pages"),
+                              "preload only: smallest request put on hugetlb pages; at least `64K` (each such "
+                              "request takes whole 2 MB pages: smaller values are refused)"),
     [HP_OPT_SMALL_HEAP] = CHOICE("HUGEPOOL_SMALL_HEAP", 0, 0, "0|1", 0,
                                  "preload only: also pack small allocations onto hugetlb pages"),
     [HP_OPT_FORK] = CHOICE("HUGEPOOL_FORK", HP_FORK_COPY, HP_FORK_COPY, "copy|keep", 0,
@@ -115,6 +116,9 @@ int option_parse(hp_option_id id, const char *text, bool preload, long long *val
   }
   if (!what && v > (unsigned long long)d->max) what = "a value in range";
   if (!what && id == HP_OPT_PAGE_SIZE && v != HP_2M && v != HP_1G) what = "2M or 1G";
+  /* Below 64 KiB every small object of a program would take a 2 MB page
+   * (with 0, a one-line python script held 182 MiB of hugetlb pages). */
+  if (!what && id == HP_OPT_THRESHOLD && v < HP_THRESHOLD_MIN) what = "a size of at least 64K";
   if (what) {
     (void)snprintf(expected, len, "%s", what);
     return -1;

@@ -8,7 +8,12 @@
  * default used instead.  In a setuid or setgid program (AT_SECURE) every
  * HUGEPOOL_* variable is ignored, with one warning: they come from the
  * unprivileged caller and name files the program would write with its
- * privileges. */
+ * privileges.
+ *
+ * Everything is copied here, once, at load (the library's constructor, or
+ * the preload's, runs before main): a program may rewrite its environment
+ * afterwards (redis, nginx and postgres write their process title over the
+ * environ strings), and a pointer into it would read that title. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +31,21 @@ typedef struct hp_option_state {
 } hp_option_state;
 
 static hp_option_state options[HP_OPT_COUNT];
+
+/* The text values, copied out of the environment. */
+static char text_store[2 * 4096 + 256];
+static size_t text_used;
+
+/* A copy of `text` that outlives the environment, or NULL if it is too long
+ * (a path longer than PATH_MAX is of no use). */
+static const char *keep_text(const char *text) {
+  size_t len = strnlen(text, 4096) + 1;
+  if (len > 4096 || len > sizeof(text_store) - text_used) return NULL;
+  char *copy = text_store + text_used;
+  memcpy(copy, text, len);
+  text_used += len;
+  return copy;
+}
 static bool preload_defaults;
 
 void options_use_preload_defaults(void) { preload_defaults = true; }
@@ -42,7 +62,12 @@ static void parse_one(hp_option_id id) {
   o->source = HP_OPTION_DEFAULT;
   const char *text = getenv(d->name);
   if (!text) return;
-  o->text = text;
+  o->text = keep_text(text);
+  if (!o->text && d->type == HP_TYPE_TEXT) {
+    o->source = HP_OPTION_INVALID;
+    hp_warn("%s is longer than %d bytes; ignored", d->name, 4095);
+    return;
+  }
   char expected[64];
   long long value = 0;
   if (option_parse(id, text, preload_defaults, &value, expected, sizeof(expected)) != 0) {

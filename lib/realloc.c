@@ -14,7 +14,9 @@
  *     PROT_NONE, no memory, no pool page).  When the headroom is too short,
  *     the buffer moves, mapping by mapping, to the front of a new range of
  *     max(3 x new, new + 64 MiB): a buffer grown in small steps moves
- *     O(log n) times, and its bytes never.
+ *     O(log n) times, and its bytes never.  The move cannot be left half
+ *     done: os_move() brings it back or completes it, whatever the kernel
+ *     answers (lib/os.c), so a failed growth leaves the buffer as it was.
  *  3. Shrinking turns the pages past the new end into headroom: they go back
  *     to the pool at once, and the range stays ours for the next growth.
  *  4. The block is marked as being resized for the whole operation, so a
@@ -135,9 +137,11 @@ static int grow(hp_block *b, size_t new_size) {
     errno = err;
     return -1;
   }
-  if (os_move(b->addr, b->size, region) != 0) {
+  if (os_move(b->addr, b->size, region, is_huge(b->kind) ? unit_of(b->kind) : 0) != 0) {
+    /* The buffer is whole where it was; the front of the region is no
+     * longer ours (os_move released it): drop the rest, added pages too. */
     int err = errno;
-    os_unmap(region, span); /* with the added pages, now there */
+    os_unmap(region + b->size, span - b->size);
     errno = err;
     return -1;
   }

@@ -86,7 +86,7 @@ static void emit(sink *s, const char *fmt, ...) {
 }
 
 /* The MPI rank from whichever launcher started us, or -1. */
-static long mpi_rank(void) {
+static long rank_from_environment(void) {
   static const char *const vars[] = {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "MPI_LOCALRANKID",
                                      "SLURM_PROCID"};
   for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
@@ -99,6 +99,14 @@ static long mpi_rank(void) {
   }
   return -1;
 }
+
+/* Read once at load (stats_init), like the options: the program may write
+ * its process title over the environment strings later. */
+static long rank_at_load = -2;
+
+void stats_init(void) { rank_at_load = rank_from_environment(); }
+
+static long mpi_rank(void) { return rank_at_load == -2 ? rank_from_environment() : rank_at_load; }
 
 int hugepool_stats_snprint(char *buf, size_t len, hugepool_stats_format format) {
   hugepool_stats st;

@@ -176,6 +176,8 @@ static int parse_command_line(int argc, char **argv) {
     i++;
     if (f->takes_value && !inline_value) {
       if (i >= argc || argv[i][0] == '\0') die("option %s needs a value", a);
+      /* `-o -- prog` would name the file "--" and run prog: a value left out. */
+      if (strcmp(argv[i], "--") == 0) die("option %s needs a value before '--'", a);
       inline_value = argv[i++];
     }
     if (!f->takes_value && inline_value && f->id != HP_OPT_STATS) die("option --%s takes no value", f->long_name);

@@ -107,7 +107,7 @@ static inline bool ready(void) {
  * pool again first (pages may have been freed or reserved meanwhile); each
  * one that falls back too is counted, not reported. */
 static void report_fallback(size_t size) {
-  if (atomic_exchange(&shortage_reported, true)) return;
+  if (atomic_exchange(&shortage_reported, true) || option_get(HP_OPT_WARN) == 0) return; /* -q, HUGEPOOL_WARN=0 */
   char line[512];
   int n = snprintf(line, sizeof(line),
                    "hugepool-preload[%ld]: hugetlb pool short (%ld free 2 MB pages) for a %zu KiB request: this "

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "growth.hpp"
 
 namespace {
 
@@ -114,4 +115,61 @@ TEST_CASE("strict: a growth the pool cannot cover fails with ENOMEM and the buff
   CHECK(malloc_usable_size(q) == 8 * MiB);
   CHECK(pl::counter("preload: large requests refused") == 1);
   free(q);
+}
+
+// Growth to 1 GB through the interposed realloc, in the patterns of
+// tests/growth.hpp; before the fix of os_move a buffer made of more than 64
+// mappings moved from the wrong address and the process aborted at about
+// 200 MB.  The pool covers each test's buffers, so every growth maps pages
+// and every move moves them; afterwards nothing is left on hugetlb pages.
+namespace {
+
+const growth::Api kLibc{[](size_t n) { return malloc(n); }, [](void *p, size_t n) { return realloc(p, n); },
+                        [](void *p) { free(p); }};
+constexpr size_t kGiB = size_t{1} << 30;
+constexpr long long kPagesPerGiB = kGiB / (2 * MiB);
+
+void check_all_given_back(long long kb0) {
+  auto trim = reinterpret_cast<size_t (*)()>(dlsym(RTLD_DEFAULT, "hugepool_trim"));
+  REQUIRE(trim);
+  trim();
+  CHECK(process_hugetlb_kb() == kb0);
+  CHECK(pl::counter("preload: fallbacks to glibc") == 0);
+}
+
+}  // namespace
+
+TEST_CASE("realloc to 1 GB in 1 MB steps under the preload", "[default][large]") {
+  kv::PoolGuard pool(kPagesPerGiB + 40);
+  const long long kb0 = process_hugetlb_kb();
+  growth::steps(kLibc, kGiB, MiB);
+  check_all_given_back(kb0);
+}
+
+TEST_CASE("realloc to 1 GB by doubling under the preload", "[default][large]") {
+  kv::PoolGuard pool(kPagesPerGiB + 40);
+  const long long kb0 = process_hugetlb_kb();
+  growth::doubling(kLibc, kGiB);
+  check_all_given_back(kb0);
+}
+
+TEST_CASE("realloc of two buffers in turn to 1 GB with allocations between under the preload", "[default][large]") {
+  kv::PoolGuard pool(2 * kPagesPerGiB + 80);
+  const long long kb0 = process_hugetlb_kb();
+  growth::interleaved(kLibc, kGiB);
+  check_all_given_back(kb0);
+}
+
+TEST_CASE("realloc to 1 GB, shrink 8 MB at a time, grow again under the preload", "[default][large]") {
+  kv::PoolGuard pool(kPagesPerGiB + 40);
+  const long long kb0 = process_hugetlb_kb();
+  growth::shrink_regrow(kLibc, kGiB);
+  check_all_given_back(kb0);
+}
+
+TEST_CASE("realloc of three buffers to 1 GB in three threads under the preload", "[default][large][threads]") {
+  kv::PoolGuard pool(3 * kPagesPerGiB + 40);
+  const long long kb0 = process_hugetlb_kb();
+  growth::threads(kLibc, kGiB);
+  check_all_given_back(kb0);
 }
