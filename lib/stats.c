@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,9 +128,10 @@ static long local_rank(void) {
 static void safe_copy(char *out, size_t len, const char *in) {
   size_t i = 0;
   for (; in && in[i] && i + 1 < len; i++) {
-    char c = in[i];
-    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("._-@:+", c);
-    out[i] = ok ? c : '_';
+    const char c = in[i];
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("._-@:+", c);
+    out[i] = '_';
+    if (ok) out[i] = c;
   }
   out[i] = '\0';
 }

@@ -212,7 +212,7 @@ static int strict_policy(void) {
 
 int hp_alloc_mem(hp_mpi_aint size, hp_mpi_handle info_handle, void *baseptr) {
   static int warned;
-  MPI_Info info = (MPI_Info)info_handle;
+  MPI_Info info = (MPI_Info)info_handle; /* NOLINT(performance-no-int-to-ptr): a pointer in Open MPI's ABI */
   if (size <= 0) return pmpi.Alloc_mem(size, info, baseptr);
   void *p = hp.alloc((size_t)size);
   if (p) {
@@ -347,8 +347,8 @@ fallback:
 
 int hp_win_allocate_shared(hp_mpi_aint size, int disp_unit, hp_mpi_handle info_handle, hp_mpi_handle comm_handle,
                            void *baseptr, void *win_ptr) {
-  MPI_Info info = (MPI_Info)info_handle;
-  MPI_Comm comm = (MPI_Comm)comm_handle;
+  MPI_Info info = (MPI_Info)info_handle; /* NOLINT(performance-no-int-to-ptr): a pointer in Open MPI's ABI */
+  MPI_Comm comm = (MPI_Comm)comm_handle; /* NOLINT(performance-no-int-to-ptr): a pointer in Open MPI's ABI */
   MPI_Win *win = win_ptr;
   if (!win_shared_enabled() || size < 0 || disp_unit <= 0) {
     return pmpi.Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
@@ -358,7 +358,7 @@ int hp_win_allocate_shared(hp_mpi_aint size, int disp_unit, hp_mpi_handle info_h
 }
 
 int hp_win_shared_query(hp_mpi_handle win_handle, int rank, hp_mpi_aint *size, int *disp_unit, void *baseptr) {
-  MPI_Win win = (MPI_Win)win_handle;
+  MPI_Win win = (MPI_Win)win_handle; /* NOLINT(performance-no-int-to-ptr): a pointer in Open MPI's ABI */
   shared_win *w = find_window(win, 0);
   if (!w) return pmpi.Win_shared_query(win, rank, size, disp_unit, baseptr);
   if (rank == MPI_PROC_NULL) { /* the first rank with memory, as the standard says */
@@ -373,7 +373,7 @@ int hp_win_shared_query(hp_mpi_handle win_handle, int rank, hp_mpi_aint *size, i
 }
 
 int hp_win_get_attr(hp_mpi_handle win_handle, int keyval, void *value, int *flag) {
-  MPI_Win win = (MPI_Win)win_handle;
+  MPI_Win win = (MPI_Win)win_handle; /* NOLINT(performance-no-int-to-ptr): a pointer in Open MPI's ABI */
   static int flavor_shared = MPI_WIN_FLAVOR_SHARED;
   if (keyval == MPI_WIN_CREATE_FLAVOR && find_window(win, 0)) {
     *(int **)value = &flavor_shared;
