@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,11 +86,9 @@ static void emit(sink *s, const char *fmt, ...) {
   if (n > 0) s->need += (size_t)n;
 }
 
-/* The MPI rank from whichever launcher started us, or -1. */
-static long rank_from_environment(void) {
-  static const char *const vars[] = {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "MPI_LOCALRANKID",
-                                     "SLURM_PROCID"};
-  for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+/* The first of the launcher variables `vars` that holds a number >= 0, or -1. */
+static long launcher_number(const char *const *vars, size_t n) {
+  for (size_t i = 0; i < n; i++) {
     const char *v = getenv(vars[i]);
     if (v && *v) {
       char *end = NULL;
@@ -100,13 +99,74 @@ static long rank_from_environment(void) {
   return -1;
 }
 
-/* Read once at load (stats_init), like the options: the program may write
- * its process title over the environment strings later. */
-static long rank_at_load = -2;
+/* The MPI rank from whichever launcher started us, or -1. */
+static long rank_from_environment(void) {
+  static const char *const vars[] = {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "MPI_LOCALRANKID",
+                                     "SLURM_PROCID"};
+  return launcher_number(vars, sizeof(vars) / sizeof(vars[0]));
+}
 
-void stats_init(void) { rank_at_load = rank_from_environment(); }
+/* The rank's index on its node (hydra, Open MPI, Slurm), or -1. */
+static long local_rank_from_environment(void) {
+  static const char *const vars[] = {"MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_LOCAL_RANK",
+                                     "SLURM_LOCALID"};
+  return launcher_number(vars, sizeof(vars) / sizeof(vars[0]));
+}
 
-static long mpi_rank(void) { return rank_at_load == -2 ? rank_from_environment() : rank_at_load; }
+/* Which record belongs to which node and job (tools/hugepool-stats merges
+ * per node): the host name, and the batch system's or launcher's job id
+ * (Slurm, PBS, LSF, Open MPI/PMIx), each cut to a safe alphabet so that the
+ * JSON and the text header stay parseable whatever the environment holds. */
+static void safe_copy(char *out, size_t len, const char *in) {
+  size_t i = 0;
+  for (; in && in[i] && i + 1 < len; i++) {
+    const char c = in[i];
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("._-@:+", c);
+    out[i] = '_';
+    if (ok) out[i] = c;
+  }
+  out[i] = '\0';
+}
+static void job_from_environment(char job[64]) {
+  static const char *const vars[] = {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "PMIX_NAMESPACE", "OMPI_MCA_orte_jobid"};
+  job[0] = '\0';
+  for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]) && !job[0]; i++) safe_copy(job, 64, getenv(vars[i]));
+}
+
+/* The launcher's variables are read once at load (stats_init), like the
+ * options: the program may write its process title over the environment
+ * strings later (redis, nginx, postgres do). */
+static struct {
+  bool read;
+  long rank, local_rank;
+  char job[64];
+} ids_at_load;
+
+void stats_init(void) {
+  ids_at_load.rank = rank_from_environment();
+  ids_at_load.local_rank = local_rank_from_environment();
+  job_from_environment(ids_at_load.job);
+  ids_at_load.read = true;
+}
+
+static long mpi_rank(void) {
+  if (!ids_at_load.read) stats_init();
+  return ids_at_load.rank;
+}
+
+static void record_ids(char host[64], char job[64], long *lrank) {
+  if (!ids_at_load.read) stats_init();
+  char h[256] = "";
+  if (gethostname(h, sizeof(h) - 1) != 0) h[0] = '\0';
+  h[sizeof(h) - 1] = '\0';
+  safe_copy(host, 64, h[0] ? h : "unknown");
+  memcpy(job, ids_at_load.job, 64);
+  *lrank = ids_at_load.local_rank;
+}
+#define HP_STR2(x) #x
+#define HP_STR(x) HP_STR2(x)
+#define HP_VERSION_TEXT \
+  HP_STR(HUGEPOOL_VERSION_MAJOR) "." HP_STR(HUGEPOOL_VERSION_MINOR) "." HP_STR(HUGEPOOL_VERSION_PATCH)
 
 int hugepool_stats_snprint(char *buf, size_t len, hugepool_stats_format format) {
   hugepool_stats st;
@@ -118,20 +178,28 @@ int hugepool_stats_snprint(char *buf, size_t len, hugepool_stats_format format) 
   /* One policy, as the user chose it: the preload's default is its own
    * fallback to glibc (the core underneath runs strict and quiet). */
   const char *policy = hp_stats_policy_label ? hp_stats_policy_label : hugepool_policy_name(hugepool_get_policy());
-  long rank = mpi_rank();
+  long rank = mpi_rank(), lrank = -1;
+  char host[64], job[64];
+  record_ids(host, job, &lrank);
+  long pool_pages = os_pool_total(hugepool_get_page_size(), -1); /* the node's pool (-1: unknown) */
   if (format == HUGEPOOL_STATS_JSON) {
     emit(&s, "{\"pid\": %ld, \"rank\": %ld, \"policy\": \"%s\", \"page_size\": %zu", (long)getpid(), rank, policy,
          hugepool_get_page_size());
+    emit(&s, ", \"local_rank\": %ld, \"host\": \"%s\", \"job\": \"%s\", \"version\": \"%s\", \"pool_pages\": %ld",
+         lrank, host, job, HP_VERSION_TEXT, pool_pages);
 #define HP_JSON(field, label) emit(&s, ", \"%s\": %llu", #field, (unsigned long long)st.field);
     HP_STAT_FIELDS(HP_JSON)
 #undef HP_JSON
     for (size_t i = 0; i < n_extra; i++) emit(&s, ", \"%s\": %llu", extra[i].key, extra[i].value);
     emit(&s, "}\n");
   } else {
-    char rank_text[32] = "";
+    char rank_text[64] = "";
     if (rank >= 0) (void)snprintf(rank_text, sizeof(rank_text), ", rank %ld", rank);
-    emit(&s, "hugepool statistics (pid %ld%s, policy %s, page size %zu KiB)\n", (long)getpid(), rank_text, policy,
-         hugepool_get_page_size() >> 10);
+    if (lrank >= 0) (void)snprintf(rank_text + strlen(rank_text), sizeof(rank_text) - strlen(rank_text),
+                                   ", local rank %ld", lrank);
+    emit(&s, "hugepool statistics (pid %ld%s, host %s%s%s, version %s, policy %s, page size %zu KiB, pool pages %ld)\n",
+         (long)getpid(), rank_text, host, job[0] ? ", job " : "", job, HP_VERSION_TEXT, policy,
+         hugepool_get_page_size() >> 10, pool_pages);
 #define HP_TEXT(field, label) emit(&s, "  %-32s %llu\n", label, (unsigned long long)st.field);
     HP_STAT_FIELDS(HP_TEXT)
 #undef HP_TEXT

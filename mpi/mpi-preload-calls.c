@@ -41,6 +41,26 @@
 #error "mpi-preload-calls.c is written for the MPICH and Open MPI ABIs"
 #endif
 
+/* The predefined handles the entry points pass to MPI.  MPICH's are integer
+ * constants; Open MPI's are the addresses of objects inside libmpi (MPI_INT
+ * is &ompi_mpi_int), and this library links no MPI: under Open MPI they are
+ * looked up in the program's MPI when the entry points decide to act. */
+#if defined(OMPI_MAJOR_VERSION)
+static struct {
+  MPI_Datatype int_, aint, byte;
+  MPI_Op min;
+} handles;
+#define HP_MPI_INT handles.int_
+#define HP_MPI_AINT handles.aint
+#define HP_MPI_BYTE handles.byte
+#define HP_MPI_MIN handles.min
+#else
+#define HP_MPI_INT MPI_INT
+#define HP_MPI_AINT MPI_AINT
+#define HP_MPI_BYTE MPI_BYTE
+#define HP_MPI_MIN MPI_MIN
+#endif
+
 static void warn_once(int *done, const char *what) {
   if (__atomic_exchange_n(done, 1, __ATOMIC_RELAXED)) return;
   /* HUGEPOOL_* read here as the option table reads them: ignored under
@@ -149,6 +169,19 @@ static void decide(void) {
   RESOLVE_PMPI(Allreduce);
   RESOLVE_PMPI(Allgather);
   RESOLVE_PMPI(Bcast);
+#if defined(OMPI_MAJOR_VERSION)
+#define RESOLVE_HANDLE(field, type, object)                \
+  do {                                                     \
+    hp_mpi_fn f = hp_mpi_next(object);                     \
+    void *obj = NULL;                                      \
+    memcpy(&obj, &f, sizeof(obj));                         \
+    ok &= (handles.field = (type)obj) != NULL;             \
+  } while (0)
+  RESOLVE_HANDLE(int_, MPI_Datatype, "ompi_mpi_int");
+  RESOLVE_HANDLE(aint, MPI_Datatype, "ompi_mpi_aint");
+  RESOLVE_HANDLE(byte, MPI_Datatype, "ompi_mpi_byte");
+  RESOLVE_HANDLE(min, MPI_Op, "ompi_mpi_op_min");
+#endif
 #define RESOLVE_HP(fn) ok &= (hp.fn = (__typeof__(hp.fn))as_function(dlsym(RTLD_DEFAULT, "hugepool_" #fn))) != NULL
   RESOLVE_HP(alloc);
   RESOLVE_HP(free);
@@ -179,7 +212,7 @@ static int strict_policy(void) {
 
 int hp_alloc_mem(hp_mpi_aint size, hp_mpi_handle info_handle, void *baseptr) {
   static int warned;
-  MPI_Info info = (MPI_Info)info_handle;
+  MPI_Info info = (MPI_Info)info_handle; /* NOLINT(performance-no-int-to-ptr): a pointer in Open MPI's ABI */
   if (size <= 0) return pmpi.Alloc_mem(size, info, baseptr);
   void *p = hp.alloc((size_t)size);
   if (p) {
@@ -242,7 +275,7 @@ static int win_shared_enabled(void) {
 /* Every rank of comm agrees: 1 if ok in all. */
 static int all_ok(MPI_Comm comm, int ok) {
   int all = 0;
-  if (pmpi.Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) return 0;
+  if (pmpi.Allreduce(&ok, &all, 1, HP_MPI_INT, HP_MPI_MIN, comm) != MPI_SUCCESS) return 0;
   return all;
 }
 
@@ -263,8 +296,8 @@ static int shared_window(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm c
     ok = w->size && w->disp_unit && w->offset;
   }
   if (!all_ok(comm, ok) || !w || !w->size || !w->disp_unit || !w->offset) goto fallback;
-  pmpi.Allgather(&size, 1, MPI_AINT, w->size, 1, MPI_AINT, comm);
-  pmpi.Allgather(&disp_unit, 1, MPI_INT, w->disp_unit, 1, MPI_INT, comm);
+  pmpi.Allgather(&size, 1, HP_MPI_AINT, w->size, 1, HP_MPI_AINT, comm);
+  pmpi.Allgather(&disp_unit, 1, HP_MPI_INT, w->disp_unit, 1, HP_MPI_INT, comm);
   size_t total = 0;
   for (int i = 0; i < n; i++) {
     w->offset[i] = (MPI_Aint)total;
@@ -282,9 +315,9 @@ static int shared_window(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm c
     ok = hp.segment_create(total, NULL, &w->seg) == 0;
     if (ok) handle = w->seg.handle;
   }
-  pmpi.Bcast(&ok, 1, MPI_INT, 0, comm);
+  pmpi.Bcast(&ok, 1, HP_MPI_INT, 0, comm);
   if (!ok) goto fallback;
-  pmpi.Bcast(&handle, (int)sizeof(handle), MPI_BYTE, 0, comm);
+  pmpi.Bcast(&handle, (int)sizeof(handle), HP_MPI_BYTE, 0, comm);
   if (rank != 0) ok = hp.segment_map(&handle, &w->seg) == 0;
   if (!all_ok(comm, ok)) goto fallback;
   if (rank == 0) {
@@ -314,8 +347,8 @@ fallback:
 
 int hp_win_allocate_shared(hp_mpi_aint size, int disp_unit, hp_mpi_handle info_handle, hp_mpi_handle comm_handle,
                            void *baseptr, void *win_ptr) {
-  MPI_Info info = (MPI_Info)info_handle;
-  MPI_Comm comm = (MPI_Comm)comm_handle;
+  MPI_Info info = (MPI_Info)info_handle; /* NOLINT(performance-no-int-to-ptr): a pointer in Open MPI's ABI */
+  MPI_Comm comm = (MPI_Comm)comm_handle; /* NOLINT(performance-no-int-to-ptr): a pointer in Open MPI's ABI */
   MPI_Win *win = win_ptr;
   if (!win_shared_enabled() || size < 0 || disp_unit <= 0) {
     return pmpi.Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
@@ -325,7 +358,7 @@ int hp_win_allocate_shared(hp_mpi_aint size, int disp_unit, hp_mpi_handle info_h
 }
 
 int hp_win_shared_query(hp_mpi_handle win_handle, int rank, hp_mpi_aint *size, int *disp_unit, void *baseptr) {
-  MPI_Win win = (MPI_Win)win_handle;
+  MPI_Win win = (MPI_Win)win_handle; /* NOLINT(performance-no-int-to-ptr): a pointer in Open MPI's ABI */
   shared_win *w = find_window(win, 0);
   if (!w) return pmpi.Win_shared_query(win, rank, size, disp_unit, baseptr);
   if (rank == MPI_PROC_NULL) { /* the first rank with memory, as the standard says */
@@ -340,7 +373,7 @@ int hp_win_shared_query(hp_mpi_handle win_handle, int rank, hp_mpi_aint *size, i
 }
 
 int hp_win_get_attr(hp_mpi_handle win_handle, int keyval, void *value, int *flag) {
-  MPI_Win win = (MPI_Win)win_handle;
+  MPI_Win win = (MPI_Win)win_handle; /* NOLINT(performance-no-int-to-ptr): a pointer in Open MPI's ABI */
   static int flavor_shared = MPI_WIN_FLAVOR_SHARED;
   if (keyval == MPI_WIN_CREATE_FLAVOR && find_window(win, 0)) {
     *(int **)value = &flavor_shared;

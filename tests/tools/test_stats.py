@@ -9,7 +9,9 @@ The merged numbers are checked against the per-rank files read here, and
 the peak pool use against the pool the job was given (the kernel's limit)."""
 import json
 import os
+import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -74,6 +76,22 @@ def main():
         kernel = sum(recs[r]["kernel_private_hugetlb_kib"] for r in recs) // 2048
         check(kernel <= peak, f"the kernel's hugetlb pages at exit ({kernel}) are within the peak ({peak})")
         check(rep.get("ranks_fell_back") == [] and rep.get("ranks_failed") == [], "no rank fell back or failed")
+        # Each record says where it ran: the host, the rank on its node, hugepool's version.
+        host = socket.gethostname()
+        check(all(recs[r].get("host") == host for r in recs), f"every record names this host ({host})")
+        check(sorted(recs[r].get("local_rank") for r in recs) == [0, 1, 2, 3], "local ranks 0-3 on the one node")
+        check(all(re.fullmatch(r"\d+\.\d+\.\d+", recs[r].get("version", "")) for r in recs), "a version in every record")
+        node = rep.get("nodes", {}).get(host, {})
+        check(sorted(node.get("ranks", [])) == [0, 1, 2, 3] and node.get("pool_pages_at_peak") == peak
+              and node.get("pool_pages", 0) >= 160, f"one node: its ranks, its peak {peak} and its pool")
+        # A file given twice, or a copy of one under another name, is refused.
+        for again, what in ((files[0], "given twice"), (os.path.join(work, "copy"), "the same process")):
+            if again != files[0]:
+                shutil.copy(files[0], again)
+            p = subprocess.run([HUGEPOOL, "stats", "--json", *files, again], capture_output=True, text=True)
+            check(p.returncode == 1 and what in p.stderr and not p.stdout, f"a file seen already: refused ({what})")
+            if again != files[0]:
+                os.unlink(again)
 
         # The text format merges to the same report.
         tfiles = job(work, 160, fmt="text")
@@ -101,6 +119,11 @@ def main():
         peaks = [-(-recs[r].get("bytes_mapped_peak", 0) // page) for r in recs]
         check(peaks and max(peaks) <= 20, f"small pool: each rank's peak within the 20 pages given ({peaks})")
         check(rep.get("pool_pages_at_peak") == sum(peaks), f"small pool: the report's peak is the sum of {peaks}")
+        node = rep.get("nodes", {}).get(socket.gethostname(), {})
+        need = sum(-(-(recs[r].get("bytes_mapped_peak", 0) + recs[r].get("preload_fallback_bytes", 0)) // page)
+                   for r in recs)
+        check(node.get("hugepages_needed") == need > 20 and node.get("ranks_fell_back") == want,
+              f"small pool: the node should have had {need} pages, more than the 20 given")
         with open(png, "rb") as f:
             check(f.read(8) == b"\x89PNG\r\n\x1a\n", "--png writes a PNG")
 
