@@ -55,6 +55,7 @@ static size_t extra_stats(hp_extra_stat *out, size_t max) {
       {"preload_fallbacks", "preload: fallbacks to glibc", atomic_load(&n_fallback)},
       {"preload_fallback_bytes", "preload: bytes fallen back", atomic_load(&bytes_fallback)},
       {"preload_strict_failures", "preload: large requests refused", atomic_load(&n_strict_failures)},
+      {"preload_deepbind_stripped", "preload: dlopen RTLD_DEEPBIND taken off", atomic_load(&hpl_deepbind_stripped)},
       {"small_heap_chunks", "small heap: 2 MB chunks", sh.chunks},
       {"small_heap_chunks_peak", "small heap: 2 MB chunks (peak)", sh.chunks_peak},
       {"small_heap_chunks_returned", "small heap: chunks given back to the pool", sh.chunks_returned},
