@@ -5,6 +5,7 @@
  *   small-heap.c      opt-in heap for small requests: jemalloc arenas ...
  *   heap-chunks.c     ... whose extents are carved from hugetlb chunks
  *   dlopen.c          dlopen/dlmopen without RTLD_DEEPBIND
+ *   protect.c         mprotect/madvise at 4 KB granularity (lib/split.c)
  */
 #ifndef HUGEPOOL_PRELOAD_H
 #define HUGEPOOL_PRELOAD_H
