@@ -92,9 +92,12 @@ static size_t forget_range(uintptr_t lo, uintptr_t hi, bool keep, uintptr_t new_
 static bool block_at(const void *addr, hp_block *out) {
   uint64_t mapped = __atomic_load_n(&hp_stats.bytes_mapped, __ATOMIC_RELAXED);
   if (mapped == 0) return false;
-  uintptr_t a = (uintptr_t)addr, c = a & ~(uintptr_t)(HP_2M - 1);
-  for (uint64_t steps = mapped / HP_2M + 1; steps > 0 && c > 0; steps--, c -= HP_2M) {
-    if (registry_find((const void *)c, out)) return a < (uintptr_t)out->addr + out->size;
+  uintptr_t a = (uintptr_t)addr;
+  const char *c = (const char *)addr - (a & (HP_2M - 1));
+  for (uint64_t steps = mapped / HP_2M + 1; steps > 0; steps--) {
+    if (registry_find(c, out)) return a < (uintptr_t)out->addr + out->size;
+    if ((uintptr_t)c < HP_2M) break;
+    c -= HP_2M;
   }
   return false;
 }
@@ -154,21 +157,21 @@ static int copy_unreadable(void *dst, uintptr_t src) {
 }
 
 /* The OS part: the 2 MB hugetlb page at `page` becomes 4 KB pages. */
-static int move_page_to_small(uintptr_t page) {
-  int prot = prot_at(page);
+static int move_page_to_small(char *page) {
+  int prot = prot_at((uintptr_t)page);
   if (prot < 0) return -1;
   char *anon = mmap(NULL, HP_2M, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (anon == MAP_FAILED) return -1;
   unsigned char present = 0;
   int rc = 0;
-  if (mincore((void *)page, 4096, &present) == 0 && (present & 1)) { /* a missing page reads as zero */
+  if (mincore(page, 4096, &present) == 0 && (present & 1)) { /* a missing page reads as zero */
     if (prot & PROT_READ)
-      memcpy(anon, (const void *)page, HP_2M);
+      memcpy(anon, page, HP_2M);
     else
-      rc = copy_unreadable(anon, page);
+      rc = copy_unreadable(anon, (uintptr_t)page);
   }
   if (rc == 0 && prot != (PROT_READ | PROT_WRITE)) rc = (int)syscall(SYS_mprotect, anon, HP_2M, prot);
-  if (rc == 0 && mremap(anon, HP_2M, HP_2M, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)page) == MAP_FAILED) rc = -1;
+  if (rc == 0 && mremap(anon, HP_2M, HP_2M, MREMAP_MAYMOVE | MREMAP_FIXED, page) == MAP_FAILED) rc = -1;
   if (rc != 0) {
     int err = errno;
     munmap(anon, HP_2M);
@@ -179,32 +182,32 @@ static int move_page_to_small(uintptr_t page) {
   return 0;
 }
 
-static void warn_once(uintptr_t page, const hp_block *b) {
+static void warn_once(const char *page, const hp_block *b) {
   if (atomic_exchange(&warned, true)) return;
   hp_warn("a call at 4 KB granularity (mprotect or madvise) inside the %zu MiB buffer at %p: its 2 MB page at %p "
           "moved to 4 KB pages, as can others later (each is counted in the statistics; this line is printed "
           "once)",
-          b->size >> 20, b->addr, (void *)page);
+          b->size >> 20, b->addr, (const void *)page);
 }
 
 /* One cut page; split_lock held. */
-static int split_page_at(uintptr_t addr, bool *ours) {
+static int split_page_at(char *addr, bool *ours) {
   hp_block b;
-  if (!block_at((const void *)addr, &b) || b.kind != HUGEPOOL_KIND_HUGE_2M) return 0;
+  if (!block_at(addr, &b) || b.kind != HUGEPOOL_KIND_HUGE_2M) return 0;
   *ours = true;
-  uintptr_t page = addr & ~(uintptr_t)(HP_2M - 1);
-  if (is_split(page)) return 0;
+  char *page = addr - ((uintptr_t)addr & (HP_2M - 1));
+  if (is_split((uintptr_t)page)) return 0;
   hp_block live; /* the block stays put meanwhile: a resize or free of it waits its turn */
   if (live_begin_resize(b.addr, &live) != 0) {
     *ours = false; /* cached, not live: the program's call meets the kernel's answer */
     return 0;
   }
   int rc = 0;
-  if (remember(page) != 0) {
+  if (remember((uintptr_t)page) != 0) {
     rc = -1;
   } else if (move_page_to_small(page) != 0) {
     int err = errno;
-    (void)forget_range(page, page + 1, false, 0, 0);
+    (void)forget_range((uintptr_t)page, (uintptr_t)page + 1, false, 0, 0);
     errno = err;
     rc = -1;
   } else {
@@ -218,20 +221,21 @@ static int split_page_at(uintptr_t addr, bool *ours) {
 
 bool split_touches(const void *addr, size_t len) {
   hp_block b;
-  uintptr_t a = (uintptr_t)addr, last = a + (len ? len - 1 : 0);
+  const char *last = (const char *)addr + (len ? len - 1 : 0);
   if (block_at(addr, &b) && b.kind == HUGEPOOL_KIND_HUGE_2M) return true;
-  return (last & ~(uintptr_t)(HP_2M - 1)) != (a & ~(uintptr_t)(HP_2M - 1)) && block_at((const void *)last, &b) &&
-         b.kind == HUGEPOOL_KIND_HUGE_2M;
+  return ((uintptr_t)last >> 21) != ((uintptr_t)addr >> 21) && block_at(last, &b) && b.kind == HUGEPOOL_KIND_HUGE_2M;
 }
 
 int split_ends(void *addr, size_t len) {
-  uintptr_t a = (uintptr_t)addr, end = a + ((len + 4095) & ~(size_t)4095);
-  if (len == 0 || end < a) return 0;
+  uintptr_t a = (uintptr_t)addr;
+  size_t span = (len + 4095) & ~(size_t)4095;
+  uintptr_t end = a + span;
+  if (len == 0 || span < len || end < a) return 0;
   bool ours = false;
   int rc = 0;
   pthread_mutex_lock(&split_lock);
-  if (a & (HP_2M - 1)) rc = split_page_at(a, &ours);
-  if (rc == 0 && (end & (HP_2M - 1))) rc = split_page_at(end - 1, &ours);
+  if (a & (HP_2M - 1)) rc = split_page_at(addr, &ours);
+  if (rc == 0 && (end & (HP_2M - 1))) rc = split_page_at((char *)addr + span - 1, &ours);
   int err = errno;
   pthread_mutex_unlock(&split_lock);
   errno = err;
@@ -264,9 +268,9 @@ bool split_fork_privatize(hp_block *b) {
   bool any = false;
   for (size_t i = 0; i < n_split && !any; i++) any = split_pages[i] >= lo && split_pages[i] < hi;
   if (!any) return false;
-  for (uintptr_t page = lo; page < hi; page += HP_2M) {
-    if (is_split(page) || os_populate((void *)page, HP_2M) == 0) continue; /* 4 KB pages: plain copy-on-write */
-    if (move_page_to_small(page) != 0 || remember(page) != 0)
+  for (char *page = b->addr; page < (char *)b->addr + b->size; page += HP_2M) {
+    if (is_split((uintptr_t)page) || os_populate(page, HP_2M) == 0) continue; /* 4 KB pages: copy-on-write */
+    if (move_page_to_small(page) != 0 || remember((uintptr_t)page) != 0)
       hp_warn("fork: cannot copy the 2 MB page at %p inherited from the parent (%s); writing to it may SIGBUS",
               (void *)page, strerror(errno));
   }
