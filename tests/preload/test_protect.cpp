@@ -92,7 +92,8 @@ TEST_CASE("mprotect(PROT_NONE) of 4 KB inside a large malloc'd buffer makes a gu
     if (pl::preloaded()) {
       /* the pages cut moved to 4 KB and went back to the pool; 12 MB away is still hugetlb */
       long long pages_cut = pages_cut_by(c.off, c.len);
-      CHECK(held - kv::self_hugetlb_kb() == pages_cut * 2048);
+      /* (the small heap's own chunks come and go meanwhile: not counted there) */
+      if (!getenv("HUGEPOOL_SMALL_HEAP")) CHECK(held - kv::self_hugetlb_kb() == pages_cut * 2048);
       CHECK(pl::on_hugetlb(r.base + ((c.off + 12 * MiB) % region::size & ~(2 * MiB - 1))));
     }
     REQUIRE(mprotect(at, c.len, PROT_READ | PROT_WRITE) == 0);
