@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "split.h"
 
 /* Bytes chosen for release but not yet unmapped (lazy release runs outside
  * the lock): an ENOMEM retry waits for them to reach the pool. */
@@ -292,7 +293,8 @@ static void free_block(void *ptr, bool keep) {
   size_t headroom = b.headroom; /* address space realloc.c kept for growth */
   b.headroom = 0;               /* cached blocks (shared or thread caches) have none */
   size_t page = page_of((hugepool_kind)b.kind);
-  bool may_cache = keep && (!page || share_may_cache(page));
+  /* A block with pages split to 4 KB (split.c) is unmapped: caches hand out all-hugetlb blocks. */
+  bool may_cache = !split_release(b.addr, b.size) && keep && (!page || share_may_cache(page));
   if (tc && tcache_put_fast(tc, &b, may_cache)) {
     if (headroom) os_unmap((char *)b.addr + b.size, headroom);
     errno = saved;
@@ -383,6 +385,7 @@ void live_end_resize(const hp_block *was, const hp_block *now, hp_resize_outcome
       hp_warn("hugepool_realloc(%p): no memory to track the moved buffer %p; it is no longer a hugepool buffer",
               was->addr, b.addr);
   }
+  split_resized(was->addr, was->size, b.addr, b.size); /* its 4 KB pages, if any, follow */
   size_t page = page_of((hugepool_kind)b.kind);
   if (page && b.size != was->size) share_mapped(page, (long long)b.size - (long long)was->size);
   pthread_mutex_lock(&hp_lock);

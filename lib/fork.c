@@ -29,10 +29,12 @@
 #include <string.h>
 
 #include "internal.h"
+#include "split.h"
 
 static void make_private(hp_block *b, void *arg) {
   (void)arg;
   if (b->kind != HUGEPOOL_KIND_HUGE_2M && b->kind != HUGEPOOL_KIND_HUGE_1G) return;
+  if (split_fork_privatize(b)) return; /* some of its pages are 4 KB pages: page by page */
   if (os_populate(b->addr, b->size) == 0) {
     hp_stats.fork_copies_huge++;
     return;

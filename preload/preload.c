@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "internal.h" /* the core's option table, hooks and diagnostics */
+#include "split.h"
 
 _Atomic size_t hpl_threshold = (size_t)1 << 20; /* the option's default until init */
 atomic_bool hpl_small_heap_on;
@@ -55,6 +56,8 @@ static size_t extra_stats(hp_extra_stat *out, size_t max) {
       {"preload_fallbacks", "preload: fallbacks to glibc", atomic_load(&n_fallback)},
       {"preload_fallback_bytes", "preload: bytes fallen back", atomic_load(&bytes_fallback)},
       {"preload_strict_failures", "preload: large requests refused", atomic_load(&n_strict_failures)},
+      {"preload_pages_split", "preload: 2 MB pages split to 4 KB (mprotect/madvise)", split_count()},
+      {"preload_deepbind_stripped", "preload: dlopen RTLD_DEEPBIND taken off", atomic_load(&hpl_deepbind_stripped)},
       {"small_heap_chunks", "small heap: 2 MB chunks", sh.chunks},
       {"small_heap_chunks_peak", "small heap: 2 MB chunks (peak)", sh.chunks_peak},
       {"small_heap_chunks_returned", "small heap: chunks given back to the pool", sh.chunks_returned},

@@ -4,6 +4,8 @@
  *   preload.c         routing by size, shortage policy, statistics, init
  *   small-heap.c      opt-in heap for small requests: jemalloc arenas ...
  *   heap-chunks.c     ... whose extents are carved from hugetlb chunks
+ *   dlopen.c          dlopen/dlmopen without RTLD_DEEPBIND
+ *   protect.c         mprotect/madvise at 4 KB granularity (lib/split.c)
  */
 #ifndef HUGEPOOL_PRELOAD_H
 #define HUGEPOOL_PRELOAD_H
@@ -37,6 +39,10 @@ HPL_HIDDEN void *hpl_realloc(void *ptr, size_t size);
 HPL_HIDDEN void *hpl_memalign(size_t alignment, size_t size);
 HPL_HIDDEN void hpl_free_slow(void *ptr);
 HPL_HIDDEN size_t hpl_usable_size(void *ptr);
+
+/* ---- dlopen.c ------------------------------------------------------------ */
+/* dlopen/dlmopen calls whose RTLD_DEEPBIND was taken off. */
+extern HPL_HIDDEN _Atomic uint64_t hpl_deepbind_stripped;
 
 /* ---- small-heap.c (with heap-chunks.c, heap.h) ---------------------------- */
 /* Largest request the small heap serves; bigger ones go elsewhere. */

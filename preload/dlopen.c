@@ -1,0 +1,147 @@
+/* dlopen and dlmopen without RTLD_DEEPBIND.
+ *
+ * A library opened with RTLD_DEEPBIND (PHP does it for every extension)
+ * looks symbols up in its own dependencies first, libc among them, so its
+ * malloc, free and realloc are glibc's and not the preload's: a pointer the
+ * program got from hugepool or the small heap reaches glibc's free (which
+ * aborts: "double free or corruption"), and one glibc handed to the library
+ * comes back to ours.  The second direction is safe (preload.c gives every
+ * pointer it does not own to glibc); the first cannot be made safe inside
+ * glibc.  So the flag is taken off before the call reaches the dynamic
+ * linker, and the library binds to the malloc family the whole process
+ * uses.
+ *
+ * The trade-off: such a library no longer prefers its own dependencies'
+ * definitions of a symbol the program also defines.  That is what
+ * RTLD_DEEPBIND exists for, and what ASan and other interposers refuse too
+ * (ASan fails such a dlopen outright).  Counted in the statistics.
+ *
+ * Why a stub in assembly: glibc's dlopen looks at its return address to find
+ * the caller, whose RUNPATH, $ORIGIN and namespace decide where the library
+ * is searched for.  A C wrapper would make the preload the caller; the stub
+ * changes the flag register and jumps, so glibc sees the program's own
+ * return address.  dlmopen is changed for the base namespace only: a new
+ * namespace has its own libc and never sees the preload. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "preload.h"
+
+/* glibc's entry points, found once (dlsym may allocate: our malloc copes). */
+HPL_HIDDEN void *hpl_real_dlopen;
+HPL_HIDDEN void *hpl_real_dlmopen;
+/* dlopen/dlmopen calls whose RTLD_DEEPBIND was taken off. */
+HPL_HIDDEN _Atomic uint64_t hpl_deepbind_stripped;
+
+static void resolve(void) {
+  if (!__atomic_load_n(&hpl_real_dlopen, __ATOMIC_ACQUIRE))
+    __atomic_store_n(&hpl_real_dlopen, dlsym(RTLD_NEXT, "dlopen"), __ATOMIC_RELEASE);
+  if (!__atomic_load_n(&hpl_real_dlmopen, __ATOMIC_ACQUIRE))
+    __atomic_store_n(&hpl_real_dlmopen, dlsym(RTLD_NEXT, "dlmopen"), __ATOMIC_RELEASE);
+}
+
+/* Before any constructor of the program can call dlopen. */
+__attribute__((constructor(101))) static void dlopen_constructor(void) { resolve(); }
+
+/* Reached only by a dlopen made before the constructor above ran (another
+ * library's constructor): glibc then sees this function as the caller. */
+HPL_HIDDEN void *hpl_dlopen_unresolved(const char *file, int mode);
+HPL_HIDDEN void *hpl_dlmopen_unresolved(Lmid_t lmid, const char *file, int mode);
+
+void *hpl_dlopen_unresolved(const char *file, int mode) {
+  resolve();
+  void *(*real)(const char *, int);
+  void *sym = hpl_real_dlopen;
+  memcpy(&real, &sym, sizeof(real)); /* dlsym's object pointer as a function pointer */
+  return real ? real(file, mode) : NULL;
+}
+
+void *hpl_dlmopen_unresolved(Lmid_t lmid, const char *file, int mode) {
+  resolve();
+  void *(*real)(Lmid_t, const char *, int);
+  void *sym = hpl_real_dlmopen;
+  memcpy(&real, &sym, sizeof(real));
+  return real ? real(lmid, file, mode) : NULL;
+}
+
+#if defined(__x86_64__)
+_Static_assert(RTLD_DEEPBIND == 8, "the stubs below test bit 3");
+/* dlopen(file = rdi, mode = esi); dlmopen(lmid = rdi, file = rsi, mode = edx). */
+__asm__(".text\n"
+        ".globl dlopen\n"
+        ".type dlopen, @function\n"
+        ".p2align 4\n"
+        "dlopen:\n"
+        "  testl $8, %esi\n"
+        "  jz 1f\n"
+        "  andl $-9, %esi\n"
+        "  lock incq hpl_deepbind_stripped(%rip)\n"
+        "1:\n"
+        "  movq hpl_real_dlopen(%rip), %rax\n"
+        "  testq %rax, %rax\n"
+        "  jz hpl_dlopen_unresolved\n"
+        "  jmp *%rax\n"
+        ".size dlopen, .-dlopen\n"
+        "\n"
+        ".globl dlmopen\n"
+        ".type dlmopen, @function\n"
+        ".p2align 4\n"
+        "dlmopen:\n"
+        "  testq %rdi, %rdi\n" /* LM_ID_BASE is 0 */
+        "  jnz 1f\n"
+        "  testl $8, %edx\n"
+        "  jz 1f\n"
+        "  andl $-9, %edx\n"
+        "  lock incq hpl_deepbind_stripped(%rip)\n"
+        "1:\n"
+        "  movq hpl_real_dlmopen(%rip), %rax\n"
+        "  testq %rax, %rax\n"
+        "  jz hpl_dlmopen_unresolved\n"
+        "  jmp *%rax\n"
+        ".size dlmopen, .-dlmopen\n");
+#elif defined(__aarch64__)
+_Static_assert(RTLD_DEEPBIND == 8, "the stubs below test bit 3");
+/* dlopen(file = x0, mode = w1); dlmopen(lmid = x0, file = x1, mode = w2).
+ * x16/x17 are the intra-procedure-call scratch registers. */
+__asm__(".text\n"
+        ".globl dlopen\n"
+        ".type dlopen, %function\n"
+        ".p2align 4\n"
+        "dlopen:\n"
+        "  tbz w1, #3, 2f\n"
+        "  and w1, w1, #~8\n"
+        "  adrp x16, hpl_deepbind_stripped\n"
+        "  add x16, x16, :lo12:hpl_deepbind_stripped\n"
+        "1: ldxr x17, [x16]\n"
+        "  add x17, x17, #1\n"
+        "  stxr w9, x17, [x16]\n"
+        "  cbnz w9, 1b\n"
+        "2: adrp x16, hpl_real_dlopen\n"
+        "  ldr x16, [x16, :lo12:hpl_real_dlopen]\n"
+        "  cbz x16, hpl_dlopen_unresolved\n"
+        "  br x16\n"
+        ".size dlopen, .-dlopen\n"
+        "\n"
+        ".globl dlmopen\n"
+        ".type dlmopen, %function\n"
+        ".p2align 4\n"
+        "dlmopen:\n"
+        "  cbnz x0, 2f\n"
+        "  tbz w2, #3, 2f\n"
+        "  and w2, w2, #~8\n"
+        "  adrp x16, hpl_deepbind_stripped\n"
+        "  add x16, x16, :lo12:hpl_deepbind_stripped\n"
+        "1: ldxr x17, [x16]\n"
+        "  add x17, x17, #1\n"
+        "  stxr w9, x17, [x16]\n"
+        "  cbnz w9, 1b\n"
+        "2: adrp x16, hpl_real_dlmopen\n"
+        "  ldr x16, [x16, :lo12:hpl_real_dlmopen]\n"
+        "  cbz x16, hpl_dlmopen_unresolved\n"
+        "  br x16\n"
+        ".size dlmopen, .-dlmopen\n");
+#else
+/* Elsewhere the flag is left alone (see preload/README.md). */
+#endif
