@@ -79,9 +79,10 @@ static void *take_cached(size_t requested, size_t size, int node, hugepool_kind 
   hp_block b;
   hp_tcache *tc = tcache_self();
   void *p;
-  if (tc && tcache_take(tc, size, requested, node, kind, &p)) return p; /* registered already */
+  size_t max_size = hp_fit_max(size, kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : HP_2M);
+  if (tc && tcache_take(tc, size, max_size, requested, node, kind, &p)) return p; /* registered already */
   pthread_mutex_lock(&hp_lock);
-  if (!cache_take(size, node, kind, &b) && !tcache_steal(size, node, kind, &b)) {
+  if (!cache_take(size, max_size, node, kind, &b) && !tcache_steal(size, node, kind, &b)) {
     pthread_mutex_unlock(&hp_lock);
     return NULL;
   }
@@ -267,9 +268,10 @@ static int remove_live(const void *ptr, hp_block *b) {
 }
 
 /* keep: the block may go to a cache (hugepool_free); else it goes back to
- * the pool now (hp_free_to_pool). */
-static void free_block(void *ptr, bool keep) {
-  if (!ptr) return;
+ * the pool now (hp_free_to_pool).  quiet: a pointer that is no live buffer
+ * is no error (hp_free_if_live).  false: nothing freed. */
+static bool free_block(void *ptr, bool keep, bool quiet) {
+  if (!ptr) return false;
   int saved = errno;
   hp_ensure_init();
   hp_block b, victims[HP_BATCH];
@@ -280,14 +282,18 @@ static void free_block(void *ptr, bool keep) {
   if (own) {
     if (own == 2) release_one(&b); /* over this process's share of the pool */
     errno = saved;
-    return;
+    return true;
   }
   int busy = remove_live(ptr, &b);
+  if (busy == EINVAL && quiet) {
+    errno = saved;
+    return false;
+  }
   if (busy) {
     hp_warn("hugepool_free(%p): %s; ignored", ptr,
             busy == EBUSY ? "another thread is resizing this buffer" : "not a live hugepool buffer");
     errno = saved;
-    return;
+    return busy == EBUSY;
   }
   size_t headroom = b.headroom; /* address space realloc.c kept for growth */
   b.headroom = 0;               /* cached blocks (shared or thread caches) have none */
@@ -296,7 +302,7 @@ static void free_block(void *ptr, bool keep) {
   if (tc && tcache_put_fast(tc, &b, may_cache)) {
     if (headroom) os_unmap((char *)b.addr + b.size, headroom);
     errno = saved;
-    return;
+    return true;
   }
   if (page && may_cache && share_pool_low(page)) { /* the node needs its pages back */
     may_cache = false;
@@ -334,11 +340,14 @@ static void free_block(void *ptr, bool keep) {
   release_now(victims, n_victims); /* lazy release: outside the lock */
   if (headroom) os_unmap((char *)b.addr + b.size, headroom);
   errno = saved;
+  return true;
 }
 
-void hugepool_free(void *ptr) { free_block(ptr, true); }
+void hugepool_free(void *ptr) { (void)free_block(ptr, true, false); }
 
-void hp_free_to_pool(void *ptr) { free_block(ptr, false); }
+void hp_free_to_pool(void *ptr) { (void)free_block(ptr, false, false); }
+
+bool hp_free_if_live(void *ptr) { return free_block(ptr, true, true); }
 
 /* ---- live blocks, for realloc.c ---------------------------------------- */
 
