@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -15,6 +16,56 @@ static atomic_size_t releasing;
 
 static size_t page_of(hugepool_kind kind) {
   return kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : kind == HUGEPOOL_KIND_HUGE_2M ? HP_2M : 0;
+}
+
+/* An empty pool, detected once and re-checked with backoff.
+ *
+ * A request the pool cannot cover costs a failed mmap and two sysfs reads
+ * (25-35 us); a program that keeps asking (the preload's fallback serves
+ * it from glibc, which reuses its own memory in ~0.1 us) ran 1.3-1.6x
+ * slower than plain (sqlite3, make -j2 with an empty pool).  So after such
+ * a failure, requests for any node fail at once until a deadline, 1 ms
+ * after the first failure, doubling up to SHORT_MAX_MS while the pool
+ * stays short; one real attempt at each deadline.  Pages this process
+ * unmaps end the wait (they are back in the pool); pages that other
+ * processes free or that are reserved meanwhile are seen at the next
+ * deadline.  Cached blocks still serve the requests they fit (the caches
+ * come first); what waits is the eviction of cached blocks of other sizes
+ * to make room. */
+#define SHORT_MIN_MS 1
+#define SHORT_MAX_MS 64
+
+static _Atomic long long short_until_ns[2]; /* [0] 2 MB, [1] 1 GB pages; 0: not short */
+static _Atomic long long short_wait_ns[2];
+
+static long long mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* vDSO: no system call */
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static bool pool_known_short(size_t page) {
+  long long until = atomic_load_explicit(&short_until_ns[page == HP_1G], memory_order_relaxed);
+  return until != 0 && mono_ns() < until;
+}
+
+static void pool_found_short(size_t page) {
+  int i = page == HP_1G;
+  long long wait = atomic_load_explicit(&short_wait_ns[i], memory_order_relaxed);
+  wait = wait == 0 ? SHORT_MIN_MS * 1000000LL : wait * 2 > SHORT_MAX_MS * 1000000LL ? SHORT_MAX_MS * 1000000LL : wait * 2;
+  atomic_store_explicit(&short_wait_ns[i], wait, memory_order_relaxed);
+  atomic_store_explicit(&short_until_ns[i], mono_ns() + wait, memory_order_relaxed);
+}
+
+/* Pages of this size may be back: the next request tries the pool.  A load
+ * first: frees call this, and the line is written only when it changes. */
+static void pool_maybe_back(size_t page) {
+  int i = page == HP_1G;
+  if (atomic_load_explicit(&short_until_ns[i], memory_order_relaxed) == 0 &&
+      atomic_load_explicit(&short_wait_ns[i], memory_order_relaxed) == 0)
+    return;
+  atomic_store_explicit(&short_until_ns[i], 0, memory_order_relaxed);
+  atomic_store_explicit(&short_wait_ns[i], 0, memory_order_relaxed);
 }
 
 void release_mark(const hp_block *blocks, size_t n) {
@@ -31,6 +82,7 @@ void release_now(hp_block *blocks, size_t n) {
     bytes += blocks[i].size;
     size_t page = page_of((hugepool_kind)blocks[i].kind);
     if (page) share_mapped(page, -(long long)blocks[i].size);
+    if (page) pool_maybe_back(page);
   }
   atomic_fetch_sub(&releasing, bytes);
   pthread_mutex_lock(&hp_lock);
@@ -150,7 +202,24 @@ static void *map_fallback(size_t size, int node, bool thp) {
  * the cache holds (and releases in flight) could make up the shortfall,
  * evicts just enough of them, waits for other threads' lazy releases, and
  * tries once more. */
+static void *map_huge_trying(size_t size, size_t page, int node, hugepool_kind kind);
+
 static void *map_huge_reclaiming(size_t size, size_t page, int node, hugepool_kind kind) {
+  if (node == HUGEPOOL_ANY_NODE && pool_known_short(page)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  void *p = map_huge_trying(size, page, node, kind);
+  if (p) {
+    pool_maybe_back(page);
+  } else if (errno == ENOMEM && node == HUGEPOOL_ANY_NODE) {
+    pool_found_short(page);
+    errno = ENOMEM;
+  }
+  return p;
+}
+
+static void *map_huge_trying(size_t size, size_t page, int node, hugepool_kind kind) {
   share_refresh(page);
   release_for(kind, share_pool_low(page) ? SIZE_MAX : share_excess(page, size));
   void *p = map_huge(size, page, node);

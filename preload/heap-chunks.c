@@ -282,6 +282,8 @@ extent_hooks_t *hc_init(void) {
   return &hooks;
 }
 
+uint64_t hc_chunks_peak(void) { return atomic_load_explicit(&n_peak, memory_order_relaxed); }
+
 void hc_stats(hc_counters *out) {
   out->chunks = atomic_load_explicit(&n_live, memory_order_relaxed);
   out->chunks_peak = atomic_load_explicit(&n_peak, memory_order_relaxed);

@@ -118,6 +118,32 @@ TEST_CASE("a drifting size reuses a cached block up to a quarter larger, never a
   hugepool_trim();
 }
 
+TEST_CASE("a short pool is tried again at once after this process gives pages back, else after a wait",
+          "[cache]") {
+  kv::PoolGuard pool(2);
+  fresh_state();
+  void *a = hugepool_alloc(4 * MiB);  // both pages
+  REQUIRE(a != nullptr);
+  errno = 0;
+  CHECK(hugepool_alloc(2 * MiB) == nullptr);  // the pool is short: later requests wait before the next try
+  CHECK(errno == ENOMEM);
+  hugepool_free(a);
+  hugepool_trim();  // two pages back in the pool: the wait is over
+  void *b = hugepool_alloc(2 * MiB);
+  CHECK(b != nullptr);
+  errno = 0;
+  CHECK(hugepool_alloc(4 * MiB) == nullptr);  // one free page: short again
+  CHECK(errno == ENOMEM);
+  pool.set_free(2);  // pages reserved meanwhile (by the administrator, or freed elsewhere)
+  usleep(150000);    // past the longest wait
+  void *c = hugepool_alloc(4 * MiB);
+  CHECK(c != nullptr);
+  if (c) CHECK(kv::smaps_of(c).field("KernelPageSize") == 2048);
+  hugepool_free(b);
+  hugepool_free(c);
+  hugepool_trim();
+}
+
 TEST_CASE("when the slots are full a round-robin victim goes back to the pool", "[cache]") {
   kv::PoolGuard pool(6);
   fresh_state();
