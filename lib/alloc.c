@@ -24,9 +24,10 @@ static size_t page_of(hugepool_kind kind) {
  * (25-35 us); a program that keeps asking (the preload's fallback serves
  * it from glibc, which reuses its own memory in ~0.1 us) ran 1.3-1.6x
  * slower than plain (sqlite3, make -j2 with an empty pool).  So after such
- * a failure, requests for any node fail at once until a deadline, 1 ms
- * after the first failure, doubling up to SHORT_MAX_MS while the pool
- * stays short; one real attempt at each deadline.  Pages this process
+ * a failure, requests for any node of that size or larger fail at once
+ * until a deadline, 1 ms after the first failure, doubling up to
+ * SHORT_MAX_MS while the pool stays short; one real attempt at each
+ * deadline.  Smaller requests still try: what the pool has may fit them.  Pages this process
  * unmaps end the wait (they are back in the pool); pages that other
  * processes free or that are reserved meanwhile are seen at the next
  * deadline.  Cached blocks still serve the requests they fit (the caches
@@ -37,6 +38,7 @@ static size_t page_of(hugepool_kind kind) {
 
 static _Atomic long long short_until_ns[2]; /* [0] 2 MB, [1] 1 GB pages; 0: not short */
 static _Atomic long long short_wait_ns[2];
+static _Atomic size_t short_size[2]; /* the smallest request refused in this wait */
 
 static long long mono_ns(void) {
   struct timespec ts;
@@ -44,13 +46,17 @@ static long long mono_ns(void) {
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static bool pool_known_short(size_t page) {
-  long long until = atomic_load_explicit(&short_until_ns[page == HP_1G], memory_order_relaxed);
-  return until != 0 && mono_ns() < until;
+static bool pool_known_short(size_t size, size_t page) {
+  int i = page == HP_1G;
+  long long until = atomic_load_explicit(&short_until_ns[i], memory_order_relaxed);
+  return until != 0 && size >= atomic_load_explicit(&short_size[i], memory_order_relaxed) && mono_ns() < until;
 }
 
-static void pool_found_short(size_t page) {
+static void pool_found_short(size_t size, size_t page) {
   int i = page == HP_1G;
+  size_t was = atomic_load_explicit(&short_size[i], memory_order_relaxed);
+  bool waiting = atomic_load_explicit(&short_until_ns[i], memory_order_relaxed) != 0;
+  atomic_store_explicit(&short_size[i], waiting && was < size ? was : size, memory_order_relaxed);
   long long wait = atomic_load_explicit(&short_wait_ns[i], memory_order_relaxed);
   wait = wait == 0 ? SHORT_MIN_MS * 1000000LL : wait * 2 > SHORT_MAX_MS * 1000000LL ? SHORT_MAX_MS * 1000000LL : wait * 2;
   atomic_store_explicit(&short_wait_ns[i], wait, memory_order_relaxed);
@@ -205,7 +211,7 @@ static void *map_fallback(size_t size, int node, bool thp) {
 static void *map_huge_trying(size_t size, size_t page, int node, hugepool_kind kind);
 
 static void *map_huge_reclaiming(size_t size, size_t page, int node, hugepool_kind kind) {
-  if (node == HUGEPOOL_ANY_NODE && pool_known_short(page)) {
+  if (node == HUGEPOOL_ANY_NODE && pool_known_short(size, page)) {
     errno = ENOMEM;
     return NULL;
   }
@@ -213,7 +219,7 @@ static void *map_huge_reclaiming(size_t size, size_t page, int node, hugepool_ki
   if (p) {
     pool_maybe_back(page);
   } else if (errno == ENOMEM && node == HUGEPOOL_ANY_NODE) {
-    pool_found_short(page);
+    pool_found_short(size, page);
     errno = ENOMEM;
   }
   return p;
