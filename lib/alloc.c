@@ -58,7 +58,9 @@ static void pool_found_short(size_t size, size_t page) {
   bool waiting = atomic_load_explicit(&short_until_ns[i], memory_order_relaxed) != 0;
   atomic_store_explicit(&short_size[i], waiting && was < size ? was : size, memory_order_relaxed);
   long long wait = atomic_load_explicit(&short_wait_ns[i], memory_order_relaxed);
-  wait = wait == 0 ? SHORT_MIN_MS * 1000000LL : wait * 2 > SHORT_MAX_MS * 1000000LL ? SHORT_MAX_MS * 1000000LL : wait * 2;
+  wait = wait == 0                             ? SHORT_MIN_MS * 1000000LL
+         : wait * 2 > SHORT_MAX_MS * 1000000LL ? SHORT_MAX_MS * 1000000LL
+                                               : wait * 2;
   atomic_store_explicit(&short_wait_ns[i], wait, memory_order_relaxed);
   atomic_store_explicit(&short_until_ns[i], mono_ns() + wait, memory_order_relaxed);
 }

@@ -76,7 +76,8 @@ static void threads_round(int n, size_t size, long pairs, int round) {
   }
   for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
   pthread_barrier_destroy(&start);
-  for (int i = 0; i < n; i++) printf("threads %d round %d thread %d ns_per_pair %.2f cpu_ns_per_pair %.2f\n", n, round, i, jobs[i].ns,
+  for (int i = 0; i < n; i++)
+    printf("threads %d round %d thread %d ns_per_pair %.2f cpu_ns_per_pair %.2f\n", n, round, i, jobs[i].ns,
            jobs[i].cpu_ns);
 }
 
@@ -113,8 +114,7 @@ static drift_time drift_round(long calls, int hand) {
       free(a);
     }
   }
-  drift_time t = {(now_s() - t0) * 1e3 / (double)calls,
-                  (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) * 1e3 / (double)calls};
+  drift_time t = {(now_s() - t0) * 1e3 / (double)calls, (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) * 1e3 / (double)calls};
   if (hand) {
     free(b);
     free(a);
@@ -146,6 +146,6 @@ int main(int argc, char **argv) {
     }
     return 0;
   }
-  fprintf(stderr, "usage: %s threads SIZE PAIRS ROUNDS | drift CALLS ROUNDS\n", argv[0]);
+  (void)fprintf(stderr, "usage: %s threads SIZE PAIRS ROUNDS | drift CALLS ROUNDS\n", argv[0]);
   return 2;
 }

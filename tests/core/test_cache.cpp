@@ -118,8 +118,7 @@ TEST_CASE("a drifting size reuses a cached block up to a quarter larger, never a
   hugepool_trim();
 }
 
-TEST_CASE("a short pool is tried again at once after this process gives pages back, else after a wait",
-          "[cache]") {
+TEST_CASE("a short pool is tried again at once after this process gives pages back, else after a wait", "[cache]") {
   kv::PoolGuard pool(2);
   fresh_state();
   void *a = hugepool_alloc(4 * MiB);  // both pages
