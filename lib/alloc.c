@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 #include "split.h"
@@ -16,6 +17,64 @@ static atomic_size_t releasing;
 
 static size_t page_of(hugepool_kind kind) {
   return kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : kind == HUGEPOOL_KIND_HUGE_2M ? HP_2M : 0;
+}
+
+/* An empty pool, detected once and re-checked with backoff.
+ *
+ * A request the pool cannot cover costs a failed mmap and two sysfs reads
+ * (25-35 us); a program that keeps asking (the preload's fallback serves
+ * it from glibc, which reuses its own memory in ~0.1 us) ran 1.3-1.6x
+ * slower than plain (sqlite3, make -j2 with an empty pool).  So after such
+ * a failure, requests for any node of that size or larger fail at once
+ * until a deadline, 1 ms after the first failure, doubling up to
+ * SHORT_MAX_MS while the pool stays short; one real attempt at each
+ * deadline.  Smaller requests still try: what the pool has may fit them.  Pages this process
+ * unmaps end the wait (they are back in the pool); pages that other
+ * processes free or that are reserved meanwhile are seen at the next
+ * deadline.  Cached blocks still serve the requests they fit (the caches
+ * come first); what waits is the eviction of cached blocks of other sizes
+ * to make room. */
+#define SHORT_MIN_MS 1
+#define SHORT_MAX_MS 64
+
+static _Atomic long long short_until_ns[2]; /* [0] 2 MB, [1] 1 GB pages; 0: not short */
+static _Atomic long long short_wait_ns[2];
+static _Atomic size_t short_size[2]; /* the smallest request refused in this wait */
+
+static long long mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* vDSO: no system call */
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static bool pool_known_short(size_t size, size_t page) {
+  int i = page == HP_1G;
+  long long until = atomic_load_explicit(&short_until_ns[i], memory_order_relaxed);
+  return until != 0 && size >= atomic_load_explicit(&short_size[i], memory_order_relaxed) && mono_ns() < until;
+}
+
+static void pool_found_short(size_t size, size_t page) {
+  int i = page == HP_1G;
+  size_t was = atomic_load_explicit(&short_size[i], memory_order_relaxed);
+  bool waiting = atomic_load_explicit(&short_until_ns[i], memory_order_relaxed) != 0;
+  atomic_store_explicit(&short_size[i], waiting && was < size ? was : size, memory_order_relaxed);
+  long long wait = atomic_load_explicit(&short_wait_ns[i], memory_order_relaxed);
+  wait = wait == 0                             ? SHORT_MIN_MS * 1000000LL
+         : wait * 2 > SHORT_MAX_MS * 1000000LL ? SHORT_MAX_MS * 1000000LL
+                                               : wait * 2;
+  atomic_store_explicit(&short_wait_ns[i], wait, memory_order_relaxed);
+  atomic_store_explicit(&short_until_ns[i], mono_ns() + wait, memory_order_relaxed);
+}
+
+/* Pages of this size may be back: the next request tries the pool.  A load
+ * first: frees call this, and the line is written only when it changes. */
+static void pool_maybe_back(size_t page) {
+  int i = page == HP_1G;
+  if (atomic_load_explicit(&short_until_ns[i], memory_order_relaxed) == 0 &&
+      atomic_load_explicit(&short_wait_ns[i], memory_order_relaxed) == 0)
+    return;
+  atomic_store_explicit(&short_until_ns[i], 0, memory_order_relaxed);
+  atomic_store_explicit(&short_wait_ns[i], 0, memory_order_relaxed);
 }
 
 void release_mark(const hp_block *blocks, size_t n) {
@@ -32,6 +91,7 @@ void release_now(hp_block *blocks, size_t n) {
     bytes += blocks[i].size;
     size_t page = page_of((hugepool_kind)blocks[i].kind);
     if (page) share_mapped(page, -(long long)blocks[i].size);
+    if (page) pool_maybe_back(page);
   }
   atomic_fetch_sub(&releasing, bytes);
   pthread_mutex_lock(&hp_lock);
@@ -80,9 +140,10 @@ static void *take_cached(size_t requested, size_t size, int node, hugepool_kind 
   hp_block b;
   hp_tcache *tc = tcache_self();
   void *p;
-  if (tc && tcache_take(tc, size, requested, node, kind, &p)) return p; /* registered already */
+  size_t max_size = hp_fit_max(size, kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : HP_2M);
+  if (tc && tcache_take(tc, size, max_size, requested, node, kind, &p)) return p; /* registered already */
   pthread_mutex_lock(&hp_lock);
-  if (!cache_take(size, node, kind, &b) && !tcache_steal(size, node, kind, &b)) {
+  if (!cache_take(size, max_size, node, kind, &b) && !tcache_steal(size, node, kind, &b)) {
     pthread_mutex_unlock(&hp_lock);
     return NULL;
   }
@@ -150,7 +211,24 @@ static void *map_fallback(size_t size, int node, bool thp) {
  * the cache holds (and releases in flight) could make up the shortfall,
  * evicts just enough of them, waits for other threads' lazy releases, and
  * tries once more. */
+static void *map_huge_trying(size_t size, size_t page, int node, hugepool_kind kind);
+
 static void *map_huge_reclaiming(size_t size, size_t page, int node, hugepool_kind kind) {
+  if (node == HUGEPOOL_ANY_NODE && pool_known_short(size, page)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  void *p = map_huge_trying(size, page, node, kind);
+  if (p) {
+    pool_maybe_back(page);
+  } else if (errno == ENOMEM && node == HUGEPOOL_ANY_NODE) {
+    pool_found_short(size, page);
+    errno = ENOMEM;
+  }
+  return p;
+}
+
+static void *map_huge_trying(size_t size, size_t page, int node, hugepool_kind kind) {
   share_refresh(page);
   release_for(kind, share_pool_low(page) ? SIZE_MAX : share_excess(page, size));
   void *p = map_huge(size, page, node);
@@ -268,9 +346,10 @@ static int remove_live(const void *ptr, hp_block *b) {
 }
 
 /* keep: the block may go to a cache (hugepool_free); else it goes back to
- * the pool now (hp_free_to_pool). */
-static void free_block(void *ptr, bool keep) {
-  if (!ptr) return;
+ * the pool now (hp_free_to_pool).  quiet: a pointer that is no live buffer
+ * is no error (hp_free_if_live).  false: nothing freed. */
+static bool free_block(void *ptr, bool keep, bool quiet) {
+  if (!ptr) return false;
   int saved = errno;
   hp_ensure_init();
   hp_block b, victims[HP_BATCH];
@@ -281,14 +360,18 @@ static void free_block(void *ptr, bool keep) {
   if (own) {
     if (own == 2) release_one(&b); /* over this process's share of the pool */
     errno = saved;
-    return;
+    return true;
   }
   int busy = remove_live(ptr, &b);
+  if (busy == EINVAL && quiet) {
+    errno = saved;
+    return false;
+  }
   if (busy) {
     hp_warn("hugepool_free(%p): %s; ignored", ptr,
             busy == EBUSY ? "another thread is resizing this buffer" : "not a live hugepool buffer");
     errno = saved;
-    return;
+    return busy == EBUSY;
   }
   size_t headroom = b.headroom; /* address space realloc.c kept for growth */
   b.headroom = 0;               /* cached blocks (shared or thread caches) have none */
@@ -298,7 +381,7 @@ static void free_block(void *ptr, bool keep) {
   if (tc && tcache_put_fast(tc, &b, may_cache)) {
     if (headroom) os_unmap((char *)b.addr + b.size, headroom);
     errno = saved;
-    return;
+    return true;
   }
   if (page && may_cache && share_pool_low(page)) { /* the node needs its pages back */
     may_cache = false;
@@ -336,11 +419,14 @@ static void free_block(void *ptr, bool keep) {
   release_now(victims, n_victims); /* lazy release: outside the lock */
   if (headroom) os_unmap((char *)b.addr + b.size, headroom);
   errno = saved;
+  return true;
 }
 
-void hugepool_free(void *ptr) { free_block(ptr, true); }
+void hugepool_free(void *ptr) { (void)free_block(ptr, true, false); }
 
-void hp_free_to_pool(void *ptr) { free_block(ptr, false); }
+void hp_free_to_pool(void *ptr) { (void)free_block(ptr, false, false); }
+
+bool hp_free_if_live(void *ptr) { return free_block(ptr, true, true); }
 
 /* ---- live blocks, for realloc.c ---------------------------------------- */
 

@@ -172,14 +172,27 @@ static void remove_entry(ref r, hp_block *out) {
   remove_at(link, out);
 }
 
-bool cache_take(size_t size, int node, hugepool_kind kind, hp_block *out) {
-  if (count == 0) return false;
+static bool take_exact(size_t size, int node, hugepool_kind kind, hp_block *out) {
   for (ref *link = &buckets[bucket_of(size, kind, n_buckets)]; *link; link = &entries[*link].bucket_next) {
     const hp_block *s = &entries[*link].b;
     if (s->size == size && s->kind == kind && (node == HUGEPOOL_ANY_NODE || s->node == node)) {
       remove_at(link, out);
       return true;
     }
+  }
+  return false;
+}
+
+/* Larger classes are looked up one by one, at most FIT_PROBES of them: the
+ * cost stays constant, and a miss that maps costs far more anyway. */
+#define FIT_PROBES 16
+
+bool cache_take(size_t size, size_t max_size, int node, hugepool_kind kind, hp_block *out) {
+  if (count == 0) return false;
+  if (take_exact(size, node, kind, out)) return true;
+  size_t unit = kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : HP_2M;
+  for (size_t s = size + unit, n = 0; s <= max_size && s > size && n < FIT_PROBES; s += unit, n++) {
+    if (take_exact(s, node, kind, out)) return true;
   }
   return false;
 }

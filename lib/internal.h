@@ -210,6 +210,19 @@ HP_INTERNAL void hp_describe_shortage(char *buf, size_t len, size_t size, size_t
 /* ---- the allocation path (alloc.c) ---------------------------------------- */
 /* Releases happen in batches outside the lock; this is one batch. */
 #define HP_BATCH 64
+
+/* The largest cached block that may serve a request of `size` (a multiple
+ * of `page`): a quarter more, in whole pages.  A program whose buffers
+ * drift in size (30, 31 ... 36 MB in turn) then reuses the blocks it has
+ * instead of keeping one per size (eight blocks of 30-36 MB for two
+ * buffers), which a pool shared by several ranks cannot hold: every block
+ * over the rank's share was unmapped and mapped again, 1.2-1.5x the time
+ * of one reused buffer.  A block taken so is at most 25% larger than asked
+ * (counted as slack); an exact fit is always preferred. */
+static inline size_t hp_fit_max(size_t size, size_t page) {
+  size_t more = (size / 4) & ~(page - 1);
+  return size + more < size ? size : size + more;
+}
 HP_INTERNAL void *hp_allocate(size_t bytes, int node, bool *fresh);
 /* Lazy release: count blocks as being released under hp_lock, then unmap
  * them with release_now() after dropping it. */
@@ -234,6 +247,10 @@ HP_INTERNAL void hp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 
 /* hugepool_free() that never caches: the pages go back to the pool now (the
  * preload's small heap returns its empty chunks with it). */
 HP_INTERNAL void hp_free_to_pool(void *ptr);
+/* hugepool_free() of ptr if it is a live buffer (true; errno kept), else
+ * nothing (false, no warning): one lookup where hugepool_owns() and then
+ * hugepool_free() make two (the preload's free of a 2 MB-aligned pointer). */
+HP_INTERNAL bool hp_free_if_live(void *ptr);
 /* Silences the core's pool-shortage messages (the preload prints its own). */
 HP_INTERNAL void hp_quiet_shortage(bool quiet);
 /* What the shortage line offers instead of a bigger pool (NULL: the
@@ -286,7 +303,8 @@ HP_INTERNAL void registry_walk(void (*fn)(hp_block *b, void *arg), void *arg);
  * the leases the thread caches hold (tcache.c). */
 #define HP_CACHE_SLOTS_MAX ((size_t)1 << 20)
 HP_INTERNAL int cache_configure(size_t max_slots, size_t max_bytes);
-HP_INTERNAL bool cache_take(size_t size, int node, hugepool_kind kind, hp_block *out);
+/* A cached block of `size` or, if none, the smallest of up to max_size. */
+HP_INTERNAL bool cache_take(size_t size, size_t max_size, int node, hugepool_kind kind, hp_block *out);
 /* Caches `b`, evicting the oldest blocks into victims[] (at most
  * max_victims).  Returns true if `b` was cached; false if it must be
  * released by the caller (also appended to victims[] in that case). */
@@ -326,7 +344,9 @@ HP_INTERNAL void tcache_init(void (*on_thread_exit)(hp_tcache *tc));
 HP_INTERNAL hp_tcache *tcache_self(void);
 HP_INTERNAL hp_tcache *tcache_self_if_any(void);
 /* Fast paths: counters of the hit or the free go into the thread's cache. */
-HP_INTERNAL bool tcache_take(hp_tcache *tc, size_t size, size_t requested, int node, hugepool_kind kind, void **out);
+/* A hit takes the smallest cached block of size .. max_size (hp_fit_max). */
+HP_INTERNAL bool tcache_take(hp_tcache *tc, size_t size, size_t max_size, size_t requested, int node,
+                             hugepool_kind kind, void **out);
 /* The free of a block this cache handed out: 1 (cached again), 2 (it left
  * the cache and its registry entry: *out is to be released, as the process
  * maps more than its share of the pool), 0 (not one of this cache's). */

@@ -138,21 +138,28 @@ static void count_free(hugepool_stats *st, const hp_block *b) {
   st->bytes_slack -= b->size - b->requested;
 }
 
-bool tcache_take(hp_tcache *tc, size_t size, size_t requested, int node, hugepool_kind kind, void **out) {
+static bool fits(const tc_entry *e, size_t size, size_t max_size, int node, hugepool_kind kind) {
+  const hp_block *s = &e->b;
+  return e->state == CACHED && s->size >= size && s->size <= max_size && s->kind == kind &&
+         (node == HUGEPOOL_ANY_NODE || s->node == node);
+}
+
+bool tcache_take(hp_tcache *tc, size_t size, size_t max_size, size_t requested, int node, hugepool_kind kind,
+                 void **out) {
   hp_spin_lock(&tc->lock);
+  tc_entry *best = NULL;
   for (size_t i = 0; i < ENTRIES; i++) {
     tc_entry *e = &tc->e[i];
-    if (matches(e, size, node, kind)) {
-      e->state = OUT; /* the registry entry stays as it is */
-      e->b.requested = requested;
-      count_alloc(&tc->delta, &e->b);
-      *out = e->b.addr;
-      hp_spin_unlock(&tc->lock);
-      return true;
-    }
+    if (fits(e, size, max_size, node, kind) && (!best || e->b.size < best->b.size)) best = e;
+  }
+  if (best) {
+    best->state = OUT; /* the registry entry stays as it is */
+    best->b.requested = requested;
+    count_alloc(&tc->delta, &best->b);
+    *out = best->b.addr;
   }
   hp_spin_unlock(&tc->lock);
-  return false;
+  return best != NULL;
 }
 
 int tcache_free_own(hp_tcache *tc, const void *addr, hp_block *out) {

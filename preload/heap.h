@@ -21,10 +21,8 @@ typedef struct hc_counters {
   uint64_t chunks, chunks_peak, chunks_returned, shortages, bytes_in_extents;
 } hc_counters;
 HPL_HIDDEN void hc_stats(hc_counters *out);
-/* Set once, when the heap first holds HC_GROWN_CHUNKS chunks (see
- * small-heap.c: the background thread starts then). */
-#define HC_GROWN_CHUNKS 8
-HPL_HIDDEN extern atomic_bool hc_heap_grown;
+/* The most chunks the heap has held at once.  Lock-free. */
+HPL_HIDDEN uint64_t hc_chunks_peak(void);
 
 /* ---- small-heap.c: what the private jemalloc calls instead of libc ------- */
 HPL_HIDDEN char *hpl_je_secure_getenv(const char *name);

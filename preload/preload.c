@@ -30,12 +30,40 @@ static __thread int in_init __attribute__((tls_model("initial-exec")));
 static bool policy_strict;
 static atomic_bool shortage_reported;
 
-static _Atomic uint64_t n_huge;            /* requests served by hugepool */
-static _Atomic uint64_t n_fallback;        /* large requests given to glibc because the pool was short */
-static _Atomic uint64_t bytes_fallback;    /* ... and their bytes */
-static _Atomic uint64_t n_strict_failures; /* large requests refused (strict) */
-static _Atomic uint64_t n_small_fallback;  /* small requests given to glibc: no chunk for the small heap */
-static atomic_bool small_shortage_reported;
+/* The counters below are written on request paths, the settings above are
+ * read by every malloc and free: a counter on a settings' cache line makes
+ * two threads pass that line back and forth at every call (4 MB
+ * malloc+free pairs in two threads cost 2-2.7x one thread's until they were
+ * kept apart).  So the counters have cache lines of their own, and the one
+ * every served request bumps is split by thread (slots of 64 bytes, a
+ * thread's slot picked round robin when it first counts). */
+#define COUNT_SLOTS 64
+typedef struct {
+  _Alignas(64) _Atomic uint64_t n;
+} count_slot;
+static count_slot n_huge[COUNT_SLOTS]; /* requests served by hugepool, summed */
+static atomic_uint next_count_slot;
+static __thread unsigned my_count_slot __attribute__((tls_model("initial-exec"))); /* slot + 1; 0: none yet */
+
+static struct {
+  _Alignas(64) _Atomic uint64_t n_fallback; /* large requests given to glibc because the pool was short */
+  _Atomic uint64_t bytes_fallback;          /* ... and their bytes */
+  _Atomic uint64_t n_strict_failures;       /* large requests refused (strict) */
+  _Atomic uint64_t n_small_fallback;        /* small requests given to glibc: no chunk for the small heap */
+  atomic_bool small_shortage_reported;
+} ctr; /* aligned by its first member: a line of its own */
+
+static void count_huge(void) {
+  unsigned s = my_count_slot;
+  if (__builtin_expect(s == 0, 0)) s = my_count_slot = atomic_fetch_add(&next_count_slot, 1) % COUNT_SLOTS + 1;
+  atomic_fetch_add_explicit(&n_huge[s - 1].n, 1, memory_order_relaxed);
+}
+
+static uint64_t huge_count(void) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < COUNT_SLOTS; i++) sum += atomic_load_explicit(&n_huge[i].n, memory_order_relaxed);
+  return sum;
+}
 
 /* What the kernel says: hugetlb memory this process has touched, in KiB
  * (Private_Hugetlb in /proc/self/smaps_rollup; cached buffers included). */
@@ -52,17 +80,17 @@ static size_t extra_stats(hp_extra_stat *out, size_t max) {
   hp_extra_stat all[] = {
       {"preload_threshold", "preload: threshold (bytes)", atomic_load(&hpl_threshold)},
       {"kernel_private_hugetlb_kib", "kernel: Private_Hugetlb (KiB)", kernel_hugetlb_kib()},
-      {"preload_huge_allocs", "preload: requests to hugepool", atomic_load(&n_huge)},
-      {"preload_fallbacks", "preload: fallbacks to glibc", atomic_load(&n_fallback)},
-      {"preload_fallback_bytes", "preload: bytes fallen back", atomic_load(&bytes_fallback)},
-      {"preload_strict_failures", "preload: large requests refused", atomic_load(&n_strict_failures)},
+      {"preload_huge_allocs", "preload: requests to hugepool", huge_count()},
+      {"preload_fallbacks", "preload: fallbacks to glibc", atomic_load(&ctr.n_fallback)},
+      {"preload_fallback_bytes", "preload: bytes fallen back", atomic_load(&ctr.bytes_fallback)},
+      {"preload_strict_failures", "preload: large requests refused", atomic_load(&ctr.n_strict_failures)},
       {"preload_pages_split", "preload: 2 MB pages split to 4 KB (mprotect/madvise)", split_count()},
       {"preload_deepbind_stripped", "preload: dlopen RTLD_DEEPBIND taken off", atomic_load(&hpl_deepbind_stripped)},
       {"small_heap_chunks", "small heap: 2 MB chunks", sh.chunks},
       {"small_heap_chunks_peak", "small heap: 2 MB chunks (peak)", sh.chunks_peak},
       {"small_heap_chunks_returned", "small heap: chunks given back to the pool", sh.chunks_returned},
       {"small_heap_bytes", "small heap: bytes in jemalloc's extents", sh.bytes_in_extents},
-      {"small_heap_fallbacks", "small heap: requests given to glibc (pool short)", atomic_load(&n_small_fallback)},
+      {"small_heap_fallbacks", "small heap: requests given to glibc (pool short)", atomic_load(&ctr.n_small_fallback)},
   };
   size_t n = sizeof(all) / sizeof(all[0]);
   if (!atomic_load(&hpl_small_heap_on)) n -= 5;
@@ -125,14 +153,14 @@ static void report_fallback(size_t size) {
  * once, counted always. */
 static void count_fallback(size_t size) {
   report_fallback(size);
-  atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&bytes_fallback, size, memory_order_relaxed);
+  atomic_fetch_add_explicit(&ctr.n_fallback, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&ctr.bytes_fallback, size, memory_order_relaxed);
 }
 
 /* Under --policy strict a request the pool cannot cover is ENOMEM (counted). */
 static bool refused_strict(void) {
   if (!policy_strict) return false;
-  atomic_fetch_add_explicit(&n_strict_failures, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&ctr.n_strict_failures, 1, memory_order_relaxed);
   errno = ENOMEM;
   return true;
 }
@@ -142,7 +170,7 @@ static bool refused_strict(void) {
 static void *large_alloc(size_t size, bool zero, size_t alignment) {
   void *p = zero ? hugepool_calloc(1, size) : hugepool_alloc(size);
   if (HPL_LIKELY(p != NULL)) {
-    atomic_fetch_add_explicit(&n_huge, 1, memory_order_relaxed);
+    count_huge();
     return p;
   }
   if (refused_strict()) return NULL;
@@ -155,9 +183,9 @@ static void *large_alloc(size_t size, bool zero, size_t alignment) {
  * glibc serves it, one line per process, every one counted.  The heap looks
  * at the pool again at most once a millisecond. */
 static void count_small_fallback(void) {
-  atomic_fetch_add_explicit(&n_small_fallback, 1, memory_order_relaxed);
-  if (atomic_load_explicit(&small_shortage_reported, memory_order_relaxed) ||
-      atomic_exchange(&small_shortage_reported, true) || option_get(HP_OPT_WARN) == 0)
+  atomic_fetch_add_explicit(&ctr.n_small_fallback, 1, memory_order_relaxed);
+  if (atomic_load_explicit(&ctr.small_shortage_reported, memory_order_relaxed) ||
+      atomic_exchange(&ctr.small_shortage_reported, true) || option_get(HP_OPT_WARN) == 0)
     return;
   char line[400];
   int n = snprintf(line, sizeof(line),
@@ -210,11 +238,14 @@ static size_t glibc_usable_size(const void *ptr) {
 
 void hpl_free_slow(void *ptr) {
   if (!ptr) return;
-  switch (origin_of(ptr)) {
-    case FROM_HUGEPOOL: hugepool_free(ptr); return; /* keeps errno */
-    case FROM_SMALL_HEAP: sh_free(ptr); return;
-    case FROM_GLIBC: __libc_free(ptr); return;
+  if (((uintptr_t)ptr & (HPL_2M - 1)) == 0) { /* hugepool's, freed in the same lookup (keeps errno), or glibc's */
+    if (!hp_free_if_live(ptr)) __libc_free(ptr);
+    return;
   }
+  if (origin_of(ptr) == FROM_SMALL_HEAP)
+    sh_free(ptr);
+  else
+    __libc_free(ptr);
 }
 
 size_t hpl_usable_size(void *ptr) {
@@ -254,7 +285,7 @@ static void *realloc_glibc_to_huge(void *ptr, size_t size) {
     size_t old = glibc_usable_size(ptr);
     memcpy(fresh, ptr, old < size ? old : size);
     __libc_free(ptr);
-    atomic_fetch_add_explicit(&n_huge, 1, memory_order_relaxed);
+    count_huge();
     errno = saved;
     return fresh;
   }

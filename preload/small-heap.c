@@ -37,8 +37,7 @@ int hpje_mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size
  * back (dalloc) after its decay instead of keeping them; muzzy_decay_ms:0
  * so that dirty extents go straight to dalloc; one background thread
  * purges after dirty_decay_ms even when the program makes no more calls
- * (stopped at once in sh_init, started again once the heap has grown: see
- * background_when_grown);
+ * (started once the heap holds BACKGROUND_CHUNKS chunks, see below);
  * tcache_max:65536: thread caches up to 64 KB, not 32 KB (jemalloc's large
  * path, above it, costs a lock and an extent lookup per call; measured in
  * bench/preload/RESULTS.md); lg_extent_max_active_fit:10: a free extent
@@ -47,7 +46,23 @@ int hpje_mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size
  * and a churning heap took a new chunk for nearly every slab). */
 const char *hpje_malloc_conf =
     "narenas:1,retain:false,dss:disabled,muzzy_decay_ms:0,dirty_decay_ms:1000,"
-    "background_thread:true,max_background_threads:1,tcache_max:65536,lg_extent_max_active_fit:10";
+    "background_thread:false,max_background_threads:1,tcache_max:65536,lg_extent_max_active_fit:10";
+
+/* jemalloc's background thread costs every process a thread at start-up
+ * (with the rest of jemalloc's start, 1 ms of CPU per exec: a make -j2 or a
+ * compiler driver runs hundreds of short processes, /bin/true 2-3x plain).
+ * A heap of a few chunks has little to give back, so the thread starts only
+ * once the heap has held this many chunks (16 MB); a program that frees a
+ * larger heap and goes idle still has it back in the pool after the decay. */
+#define BACKGROUND_CHUNKS 8
+static atomic_bool background_on;
+
+static void start_background_if_grown(void) {
+  if (HPL_LIKELY(atomic_load_explicit(&background_on, memory_order_relaxed))) return;
+  if (hc_chunks_peak() < BACKGROUND_CHUNKS || atomic_exchange(&background_on, true)) return;
+  bool on = true; /* from a malloc call, outside jemalloc: its locks are free */
+  (void)hpje_mallctl("background_thread", NULL, NULL, &on, sizeof(on));
+}
 
 #define HEAP_ARENAS 16
 static unsigned arenas[HEAP_ARENAS];
@@ -87,46 +102,21 @@ int sh_init(void) {
     hp_warn("small heap: jemalloc refused to create an arena (%s); small requests stay with glibc", strerror(err));
     return -1;
   }
-  /* jemalloc started its background thread while it booted (booting with
-   * background_thread:true is what makes it look up pthread_create); stop
-   * it until the heap is worth purging, so that a small program stays
-   * single-threaded.  A second thread with the program's first
-   * credentials breaks what per-thread credentials mean: setpriv
-   * --reuid=N --clear-groups keeps its capabilities across setresuid in
-   * its own thread only (PR_SET_KEEPCAPS, capset), and glibc aborts the
-   * setgroups that follows, which succeeds in that thread and fails in
-   * the background thread; unshare(CLONE_NEWUSER) refuses a process with
-   * two threads. */
-  bool off = false;
-  hpje_mallctl("background_thread", NULL, NULL, &off, sizeof(off));
   return 0;
-}
-
-/* The heap has grown past HC_GROWN_CHUNKS chunks: start the background
- * thread (once; here, outside jemalloc and its hooks, where mallctl and
- * pthread_create may allocate). */
-static void *background_when_grown(void *p) {
-  if (__builtin_expect(atomic_load_explicit(&hc_heap_grown, memory_order_relaxed), 0) &&
-      atomic_exchange_explicit(&hc_heap_grown, false, memory_order_relaxed)) {
-    bool on = true;
-    hpje_mallctl("background_thread", NULL, NULL, &on, sizeof(on));
-  }
-  return p;
 }
 
 bool sh_reentered(void) { return hc_in_hook(); }
 
 void *sh_malloc(size_t size, bool zero) {
-  return background_when_grown(hpje_mallocx(size ? size : 1, flags_of_thread() | (zero ? MALLOCX_ZERO : 0)));
+  start_background_if_grown();
+  return hpje_mallocx(size ? size : 1, flags_of_thread() | (zero ? MALLOCX_ZERO : 0));
 }
 
 void *sh_memalign(size_t alignment, size_t size) {
-  return background_when_grown(hpje_mallocx(size ? size : 1, flags_of_thread() | MALLOCX_ALIGN(alignment)));
+  return hpje_mallocx(size ? size : 1, flags_of_thread() | MALLOCX_ALIGN(alignment));
 }
 
-void *sh_realloc(void *ptr, size_t size) {
-  return background_when_grown(hpje_rallocx(ptr, size, flags_of_thread()));
-}
+void *sh_realloc(void *ptr, size_t size) { return hpje_rallocx(ptr, size, flags_of_thread()); }
 
 void sh_free(void *ptr) { hpje_free(ptr); /* jemalloc finds the arena from the pointer */ }
 

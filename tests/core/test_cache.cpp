@@ -86,6 +86,63 @@ TEST_CASE("sizes are cached by class: a different size does not reuse the mappin
   hugepool_trim();
 }
 
+TEST_CASE("a drifting size reuses a cached block up to a quarter larger, never a smaller one", "[cache]") {
+  kv::PoolGuard pool(56);  // a, b and c at once: 18 + 14 + 20 pages
+  fresh_state();
+  void *a = hugepool_alloc(36 * MiB);
+  REQUIRE(a != nullptr);
+  std::memset(a, 1, 36 * MiB);
+  hugepool_free(a);
+  const auto mem0 = kv::meminfo();
+  const std::string maps0 = hugetlb_maps();
+  for (size_t mb : {30, 31, 33, 35, 36}) {  // 30 MB * 1.25 = 37.5 MB: the 36 MB block serves them all
+    void *p = hugepool_alloc(mb * MiB);
+    REQUIRE(p == a);
+    std::memset(p, 2, mb * MiB);
+    CHECK(hugepool_usable_size(p) == 36 * MiB);
+    hugepool_free(p);
+  }
+  CHECK(hugetlb_maps() == maps0);  // no hugetlb mmap, no munmap
+  CHECK(kv::meminfo().at("HugePages_Free") == mem0.at("HugePages_Free"));
+  void *b = hugepool_alloc(28 * MiB);  // 28 MB * 1.25 = 35 MB: too small for the 36 MB block
+  REQUIRE(b != nullptr);
+  CHECK(b != a);
+  void *c = hugepool_alloc(40 * MiB);  // a cached block is never smaller than asked
+  REQUIRE(c != nullptr);
+  CHECK(c != a);
+  hugepool_free(c);
+  void *d = hugepool_alloc(34 * MiB);  // a (36 MB) and c (40 MB) fit: the smaller one serves
+  CHECK(d == a);
+  hugepool_free(d);
+  hugepool_free(b);
+  hugepool_trim();
+}
+
+TEST_CASE("a short pool is tried again at once after this process gives pages back, else after a wait", "[cache]") {
+  kv::PoolGuard pool(2);
+  fresh_state();
+  void *a = hugepool_alloc(4 * MiB);  // both pages
+  REQUIRE(a != nullptr);
+  errno = 0;
+  CHECK(hugepool_alloc(2 * MiB) == nullptr);  // the pool is short: later requests wait before the next try
+  CHECK(errno == ENOMEM);
+  hugepool_free(a);
+  hugepool_trim();  // two pages back in the pool: the wait is over
+  void *b = hugepool_alloc(2 * MiB);
+  CHECK(b != nullptr);
+  errno = 0;
+  CHECK(hugepool_alloc(4 * MiB) == nullptr);  // one free page: short again
+  CHECK(errno == ENOMEM);
+  pool.set_free(2);  // pages reserved meanwhile (by the administrator, or freed elsewhere)
+  usleep(150000);    // past the longest wait
+  void *c = hugepool_alloc(4 * MiB);
+  CHECK(c != nullptr);
+  if (c) CHECK(kv::smaps_of(c).field("KernelPageSize") == 2048);
+  hugepool_free(b);
+  hugepool_free(c);
+  hugepool_trim();
+}
+
 TEST_CASE("when the slots are full a round-robin victim goes back to the pool", "[cache]") {
   kv::PoolGuard pool(6);
   fresh_state();
