@@ -33,7 +33,9 @@ static size_t page_of(hugepool_kind kind) {
  * processes free or that are reserved meanwhile are seen at the next
  * deadline.  Cached blocks still serve the requests they fit (the caches
  * come first); what waits is the eviction of cached blocks of other sizes
- * to make room. */
+ * to make room.  Only where a refusal has somewhere else to go (a fallback
+ * policy, or the preload's glibc: hp_short_backoff): a strict caller is
+ * refused only by the pool itself. */
 #define SHORT_MIN_MS 1
 #define SHORT_MAX_MS 64
 
@@ -47,7 +49,10 @@ static long long mono_ns(void) {
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+bool hp_short_backoff;
+
 static bool pool_known_short(size_t size, size_t page) {
+  if (!hp_short_backoff && hugepool_get_policy() == HUGEPOOL_POLICY_STRICT) return false;
   int i = page == HP_1G;
   long long until = atomic_load_explicit(&short_until_ns[i], memory_order_relaxed);
   return until != 0 && size >= atomic_load_explicit(&short_size[i], memory_order_relaxed) && mono_ns() < until;

@@ -266,6 +266,11 @@ extern HP_INTERNAL size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);
 /* The policy the statistics name (NULL: the core's); the preload's default
  * is "fallback" (to glibc), which the core does not know. */
 extern HP_INTERNAL const char *hp_stats_policy_label;
+/* Set by a caller that serves refused requests elsewhere (the preload's
+ * fallback to glibc): after a refusal the pool is retried with backoff
+ * (alloc.c).  The core does so by itself only under a fallback policy: a
+ * strict caller that grows the pool and asks again must see the pages. */
+extern HP_INTERNAL bool hp_short_backoff;
 
 /* ---- registry of live blocks (registry.c) ------------------------------
  * Every live buffer, by start address.  Each call takes the lock of the

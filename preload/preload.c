@@ -115,6 +115,7 @@ static void preload_init(void) {
         "back to THP or 4 KB pages with HUGEPOOL_POLICY=thp|small";
   if (policy == HP_POLICY_FALLBACK) {
     hp_quiet_shortage(true); /* we print one line of our own */
+    hp_short_backoff = true;  /* glibc serves what the pool refuses */
     hp_stats_policy_label = "fallback";
   }
   hp_stats_extra = extra_stats;

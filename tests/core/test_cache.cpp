@@ -143,6 +143,21 @@ TEST_CASE("a short pool is tried again at once after this process gives pages ba
   hugepool_trim();
 }
 
+TEST_CASE("a strict caller sees pages reserved right after a refusal", "[cache]") {
+  kv::PoolGuard pool(1);
+  fresh_state();
+  REQUIRE(hugepool_get_policy() == HUGEPOOL_POLICY_STRICT);
+  errno = 0;
+  CHECK(hugepool_alloc(4 * MiB) == nullptr);  // one free page
+  CHECK(errno == ENOMEM);
+  pool.set_free(2);  // the administrator (or hugepool-reserve) grows the pool
+  void *p = hugepool_alloc(4 * MiB);  // at once: no backoff under the strict policy
+  CHECK(p != nullptr);
+  if (p) CHECK(kv::smaps_of(p).field("KernelPageSize") == 2048);
+  hugepool_free(p);
+  hugepool_trim();
+}
+
 TEST_CASE("when the slots are full a round-robin victim goes back to the pool", "[cache]") {
   kv::PoolGuard pool(6);
   fresh_state();
