@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Allocator comparison for communication buffers.
 //
 //   --api malloc    malloc/free; run it plain, with GLIBC_TUNABLES=

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The benchmarks of the hugepool-bench binary, one function each.
 #pragma once
 

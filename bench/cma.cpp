@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Cross-process copy: process_vm_readv / process_vm_writev between this
 // process and a child, the single-copy (CMA) path intra-node MPI uses for
 // large messages.  The kernel pins the remote pages for every call, so the

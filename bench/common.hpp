@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Shared pieces of the hugepool benchmarks: timing, statistics, JSON-lines
 // output, size parsing and the page types a buffer can live on.
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Markdown tables and plots from hugepool-bench-halo's JSON lines.
    halo-report.py halo.jsonl OUTDIR  ->  OUTDIR/halo.md, halo-exchange.png, halo-allreduce.png
 

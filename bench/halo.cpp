@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The paper's halo-exchange table and the ring allreduce, in one run
 // (mpiexec -n 2 or more; all on one node for the "shared" column):
 //   halo       4-D periodic grid, a face to each of +-x,+-y,+-z,+-t, columns

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // hugepool-bench SUBCOMMAND [--option value ...]
 // Prints JSON lines (see common.hpp); bench/run drives it.
 #include <chrono>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the MPI benchmarks (mpi.cpp, halo.cpp) share, kept out of common.hpp
 // so that the benchmarks without MPI do not need mpi.h.
 #pragma once

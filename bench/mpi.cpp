@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // MPI benchmarks (run under mpiexec with 2 or more ranks):
 //   pingpong   ranks 0 and 1, 1 KB - 64 MB: half round-trip latency and bandwidth
 //   halo       4-D periodic Cartesian grid, a face to each of +-x,+-y,+-z,+-t

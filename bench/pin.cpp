@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Pinning cost of already-touched buffers: io_uring fixed-buffer register and
 // unregister (the kernel pins every page, as an RDMA registration does), and
 // mlock/munlock as a supporting number.

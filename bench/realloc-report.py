@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Summarises bench/realloc-run's JSON lines as Markdown tables (stdout)."""
 import json
 import statistics

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Growth by realloc: one buffer grown from 1 MB to --to in --step steps,
 // each step writing the bytes it added (what a program appending data does),
 // then freed.  Time per growth run; the first run is a warm-up.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Turn a bench/run results directory into results.json, report.md and plots.
 
     report.py DIR [--title TEXT] [--plot-prefix PREFIX]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // TLB reach: a dependent pointer chase through a random cyclic permutation
 // of the cache lines of a buffer.  Every step is a cache miss; whether it is
 // also a TLB miss (and how deep the page walk goes) depends on the page size.

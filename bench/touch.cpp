@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // First-touch cost: map a buffer and fault every 4 KB of it in.
 //   warm: median of back-to-back repetitions;
 //   cold: memory left idle first (this guest hands idle free memory back to

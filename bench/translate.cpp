@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Translation count: into how many physically-contiguous, power-of-two
 // chunks of at most 2 MB a buffer splits — the number of translation entries
 // an Omni-Path (hfi1) style driver programs when it registers the buffer.

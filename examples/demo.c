@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool-demo: shows, from the kernel's own view, a buffer landing on
  * hugetlb pages and a freed buffer being reused from the cache.
  *

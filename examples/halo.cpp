@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // hugepool-halo: the shape of a halo exchange with hugepool::vector.
 //
 // A 3-D domain has six faces (-x +x -y +y -z +z).  Each face owns a send and

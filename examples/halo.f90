@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! hugepool-halo-fortran: the shape of a halo exchange with the hugepool
 ! Fortran module.
 !

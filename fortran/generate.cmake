@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Writes the specific procedures behind the generic names of the Fortran
 # modules: one per element type, rank and extent kind, so that a user calls
 # hugepool_allocate(a, [n1, n2]) for any of them.  Run at configure time

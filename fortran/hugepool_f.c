@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The C half of the Fortran module (hugepool.f90): calls that must read errno
  * right after the library call (the Fortran runtime may call libc between

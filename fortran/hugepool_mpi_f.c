@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The C half of the Fortran module hugepool_mpi: the collective segments of
  * include/hugepool/mpi.h behind an opaque pointer, with the communicator

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Allocation and free: the thread's cache first, then the shared cache and
  * the other threads' caches, then a new mapping (reclaiming cached pages
  * when the pool is short), then the policy's fallback. */

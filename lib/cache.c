@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The shared cache of freed mappings.  Each entry holds one whole mapping
  * with its size class (a multiple of the page size), its kind and its NUMA
  * node.  A hit hands the very same mapping back: no system call, no page

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fork() and live hugetlb buffers.
  *
  * A child inherits live buffers as private copy-on-write mappings but not

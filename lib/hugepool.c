@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The public C API around the allocation path (alloc.c): initialisation,
  * fork safety, run-time settings, trim, statistics, diagnostics. */
 #define _GNU_SOURCE

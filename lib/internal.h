@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool internals shared by the files of lib/.  Not installed. */
 #ifndef HUGEPOOL_INTERNAL_H
 #define HUGEPOOL_INTERNAL_H

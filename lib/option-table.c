@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Every HUGEPOOL_* option in one table: its variable, type, defaults, the
  * values it accepts and its help text.  The library (options.c), the
  * preload, hugepool-run's --help and the README's option table all come

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The HUGEPOOL_* options as this process sees them: read once from the
  * environment through the table of option-table.c, with for each option
  * whether it was left at its default, set, or set to something invalid

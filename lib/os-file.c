@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The OS layer, continued: the files behind node-shared segments (memfd or
  * an unnamed file on a hugetlbfs mount), taking a peer's descriptor, and
  * finding a hugetlbfs mount.  Same contract as os.c (internal.h); nothing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The OS layer: every mmap / munmap / madvise / mbind hugepool makes, every
  * file it reads or writes (the kernel's pool state, /proc, the statistics
  * file, stderr) and the fork handshake's pipe.  The contract of every

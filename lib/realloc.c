@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool_realloc(): growth without copying.
  *
  * The rules this file keeps, and why:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The registry of live buffers: start address -> block.  Open-addressing
  * hash tables with linear probing and backward-shift deletion, stored in
  * memory from the OS layer (never malloc: the preload calls us from inside

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Node-shared segments: hugetlb buffers that processes of one user on the
  * node map together.
  *

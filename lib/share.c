@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The pool is the node's, not this process's.
  *
  * Every rank of a job on a node draws on one pool.  A rank that keeps freed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The one size parser (see size.h).  No strtoull: its locale and its
  * acceptance of signs and "0x" would each need a check of their own. */
 #include "size.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The one size parser of the project: the library's HUGEPOOL_* sizes,
  * hugepool-run's options, hugepool-reserve's --size and the benchmarks'
  * arguments all read sizes through it.  Pure: it reads only its arguments

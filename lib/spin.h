@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool internals (C only): the spin lock of the registry stripes and
  * the thread caches.  Not installed. */
 #ifndef HUGEPOOL_SPIN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* 2 MB pages of live buffers turned into 4 KB pages, so that a program can
  * mprotect or madvise its malloc'd memory at 4 KB granularity, as it can
  * under glibc (guard pages of interpreters, GCs and JITs; MADV_DONTNEED of

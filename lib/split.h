@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* 2 MB pages of live buffers given back as 4 KB pages (split.c), so that
  * mprotect and madvise at 4 KB granularity work on them as on any malloc'd
  * memory.  Used by the preload's mprotect/madvise (preload/protect.c), by

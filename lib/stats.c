@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Statistics: counters kept under the hugepool lock, formatted as text or
  * JSON, and printed at exit on request (HUGEPOOL_STATS, HUGEPOOL_STATS_FILE). */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Thread caches: each thread keeps its last few freed blocks.
  *
  * Why: with one lock for everything, two threads each reusing their own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What libhugepool_mpi_preload.so's entry points do (mpi-preload.c), for
  * the MPI whose mpi.h it was built with, once hp_mpi_active() has found
  * that MPI behind the program:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libhugepool_mpi_preload.so: MPI entry points for unmodified MPI programs.
  * hugepool-run preloads it after libhugepool_preload.so into every program
  * it starts (--mpi off: not at all), so this file must cost nothing where

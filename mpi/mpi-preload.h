@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libhugepool_mpi_preload.so, inside: the entry points (mpi-preload.c) know
  * no MPI ABI and forward anything they do not handle; what they do for the
  * MPI this library was built against is in mpi-preload-calls.c (mpi.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Node-shared segments for the ranks of an MPI communicator.
  *
  * The collective, in order:

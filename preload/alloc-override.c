@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The malloc family, exported by libhugepool_preload.so: this file only
  * decides between the glibc fast path and preload.c.  The checks here are
  * two relaxed loads and a mask, so requests below the threshold cost one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dlopen and dlmopen without RTLD_DEEPBIND.
  *
  * A library opened with RTLD_DEEPBIND (PHP does it for every extension)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Where the small heap's memory comes from: jemalloc's extent hooks for the
  * heap's arenas, carving extents out of 2 MB hugetlb chunks from hugepool.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The small heap's two files (not installed):
  *   small-heap.c   jemalloc arenas for small requests, and the glue that
  *                  keeps the preload's private jemalloc to itself

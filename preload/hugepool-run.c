@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool-run: runs an unmodified program with its large allocations on
  * hugetlb pages (libhugepool_preload.so) and, unless --mpi off, its
  * MPI_Alloc_mem memory too (libhugepool_mpi_preload.so, preloaded into

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Makes a private copy of Debian's libjemalloc_pic.a for the preload:
 #   cmake -DARCHIVE=.../libjemalloc_pic.a -DOUT=.../libhugepool_jemalloc.a
 #         -DAR=ar -DNM=nm -DOBJCOPY=objcopy -P jemalloc-private.cmake

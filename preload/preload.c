@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Routing: requests at or above HUGEPOOL_THRESHOLD go to hugepool, the rest
  * to glibc (or to the small heap when HUGEPOOL_SMALL_HEAP=1); frees and
  * reallocs follow the pointer, not the size.  Also: the shortage policy,

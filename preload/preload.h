@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internals of libhugepool_preload.so, shared by its files.  Not installed.
  *
  *   alloc-override.c  the exported malloc-family symbols, nothing else

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* mprotect, pkey_mprotect and madvise on malloc'd memory behave as under
  * glibc.  The kernel refuses 4 KB granularity on hugetlb pages: mprotect of
  * one page inside a hugepool buffer is EINVAL, so is MADV_DONTNEED at an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The small heap (HUGEPOOL_SMALL_HEAP=1): requests up to 256 KB served by
  * jemalloc arenas whose memory is hugetlb chunks (heap-chunks.c), so a
  * whole heap can live on huge pages, with jemalloc's speed: thread caches,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE /* dirfd, O_PATH, pidfd_open */
 /* hugepool-reserve: per-job hugetlb isolation through the kernel's hugetlb
  * cgroup controller.  A job's processes live in <hierarchy>/hugepool/job_<id>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool-reserve, test build only (HUGEPOOL_RESERVE_TEST_ROOT): plays the
  * kernel's part in the fake tree, and can make the grant table's fsync fail.
  * Linked into hugepool-reserve-fake and nothing else.

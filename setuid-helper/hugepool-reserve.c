@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool-reserve: let a user size the node's hugepage pool within site
  * limits.  Installed setgid to a group that may write the pool's sysfs files
  * (see README.md); it trusts nothing it inherits.

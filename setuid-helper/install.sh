@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs hugepool-reserve with least privilege: setgid to a dedicated group
 # (default "hugepool") that alone may write the pool's sysfs files.  No
 # setuid root.  Run as root.  Idempotent.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool-reserve: what the privileged files share among themselves.
  *
  * sysfs.c    reads the kernel: pool files, meminfo, /proc/<pid>/status

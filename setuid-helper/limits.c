@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #define _POSIX_C_SOURCE 200809L /* O_NOFOLLOW, O_CLOEXEC */
 /* hugepool-reserve: a user's job limits never exceed what the user holds.
  * An isolated job's reservation limit (cgroup.c) is what its processes may

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #define _DEFAULT_SOURCE /* strtok_r */
 /* Pure parsers for hugepool-reserve: they read only their arguments. */
 #include <stdio.h>

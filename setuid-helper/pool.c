@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE /* dprintf */
 /* hugepool-reserve: the site config, who may ask, granting pages, the
  * status, the audit log.  Shared by the helper and the Slurm plugin; it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool-reserve: giving pages back.  Rules kept:
  *
  *  1. The table is written before the pool shrinks: if it cannot be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool-reserve: shared declarations.
  *
  * parse.c   pure parsers (numbers, arguments, config, grant table); no I/O,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #define _DEFAULT_SOURCE /* getgrouplist */
 /* Slurm SPANK plugin: srun/sbatch/salloc --hugepages=N.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE /* flock, pwrite, pidfd_open */
 /* hugepool-reserve: the lock, the grant table and its intent record, the
  * Slurm job registry.  Rules kept:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE /* dirfd */
 /* hugepool-reserve: what the kernel says.  Reads the pool files, meminfo
  * and /proc/<pid>/status; writes nothing but nr_hugepages.  Rules kept:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Growth patterns for the realloc tests of the core (hugepool_realloc) and
 // the preload (realloc): buffers grown to a gigabyte in the ways programs do
 // (1 MB steps, doubling, two buffers in turn with other allocations between

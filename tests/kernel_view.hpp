@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test support: what the kernel says about memory, never what hugepool says.
 //
 //  - PoolGuard reserves an exact number of free huge pages for the duration

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool doctor: is hugepool-reserve installed the way install.sh (or the
  * hugepool-helper package) installs it, and may the calling user use it?
  * The expected state is setuid-helper/README.md's table: binary

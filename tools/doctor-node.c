@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool doctor: what the kernel says about this node and this process.
  * Pools per page size and NUMA node, pages that could still be reserved,
  * hugetlbfs mounts, THP, hugetlb cgroup limits, RLIMIT_MEMLOCK and the

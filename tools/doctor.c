@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool doctor: tells a user or an administrator whether hugepool will
  * work on this node, for this process environment, and what to do if not.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool doctor: shared declarations.
  *
  * doctor.c        command line, the report model, text and JSON output, verdict

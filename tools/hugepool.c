@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool: the user's front door to the tools.
  *
  *   hugepool doctor [--json] [--need SIZE]   will hugepool work here, and if not, why

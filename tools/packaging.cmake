@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Debian packages with cpack (run `cpack -G DEB` in a build configured with
 # -DCMAKE_INSTALL_PREFIX=/usr):
 #   libhugepool0         the shared library                          (component lib)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Gradient allreduce that allocates its buffers on every call, like Baidu's
  * ring allreduce (tensorflow-allreduce / horovod's early versions): a ring
  * reduce-scatter + allgather over MPI_Sendrecv, with the output and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* TLB-bound random access over a large heap of small objects: N objects of
  * 64 B, each allocated by malloc, linked into one random cycle, then a
  * dependent pointer chase through them.  Each step touches a random object,

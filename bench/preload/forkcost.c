@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What fork() costs a process holding large malloc'ed buffers: allocates
  * MiB (argv[1], default 256) in 16 MiB buffers, touches them, then times
  * fork() + child _exit() + waitpid() 7 times and prints the median and the

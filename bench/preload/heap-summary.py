@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Summary of a bench/preload/heap-run: medians with [min .. max].
 
 usage: heap-summary.py RESULTS_DIR   (reads rows.txt and machine.txt)

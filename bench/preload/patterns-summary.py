@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Summary of bench/preload/patterns-run: patterns-summary.py RESULTS_DIR.
 
 Medians over every round of every repetition, with [min-max]."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Two malloc patterns of real programs, timed through plain malloc/free so
  * that the same binary runs under glibc, its hugetlb tunable and the preload
  * (bench/preload/patterns-run):

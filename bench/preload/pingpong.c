@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* MPI ping-pong between two ranks, 1 KB .. 64 MB.  By default the buffers
  * come from plain malloc (what an unmodified code does), so the same binary
  * can be run plain, under hugepool-run, or with glibc's hugetlb tunable.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Small-allocation-heavy workload: T threads, each keeping a window of live
  * blocks of 16 B .. 64 KB (log-uniform) and replacing one at random per
  * step, touching the first bytes.  Prints the wall time and the CPU time

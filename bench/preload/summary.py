@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The preload benchmarks' results: one JSON line per measured row, and the summary tables.
 
     summary.py DIR                   DIR/results.jsonl -> DIR/summary.md (and stdout)

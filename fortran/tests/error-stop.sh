@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # hugepool_allocate without stat= on a short pool: ERROR STOP with
 # hugepool's reason on stderr and a non-zero exit; never a signal.
 #   error-stop.sh PROGRAM   (under with-pool)

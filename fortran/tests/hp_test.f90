@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! What the Fortran tests share: the kernel's view of an address (smaps) and
 ! of the pool (meminfo), and a check that counts failures.
 module hp_test

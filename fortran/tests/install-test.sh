@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the build tree into a temporary prefix and builds downstream
 # Fortran programs against it: with find_package(hugepool COMPONENTS fortran
 # fortran_mpi) and with pkg-config (hugepool-fortran, hugepool-fortran-mpi);

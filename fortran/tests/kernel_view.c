@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The kernel's view for the Fortran tests: one /proc/self/smaps field of the
  * mapping holding an address, one /proc/meminfo field (tests/mpi/kernel_view.h
  * reads them; this gives them C linkage for bind(C)). */

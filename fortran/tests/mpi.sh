@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # mpi.sh MPIEXEC PROGRAM [mpiexec options...]: runs the Fortran MPI test with
 # 2 ranks on a pool of exactly 64 free 2 MB pages (the pool lock held, the
 # pool restored) and checks that every rank passed and the pool came back.

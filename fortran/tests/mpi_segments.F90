@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! The hugepool_mpi module under mpiexec, with `use mpi` or (HP_F08) `use
 ! mpi_f08`: node-shared segments written and read across ranks, hugepool
 ! arrays as MPI buffers, a shortage in every rank; placement from smaps.

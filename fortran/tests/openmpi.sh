@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # openmpi.sh SOURCE-DIR BUILD-DIR TEST-BUILD-DIR: the hugepool_mpi module
 # and its test built with Open MPI's wrappers (mpicc.openmpi,
 # mpifort.openmpi: Open MPI's C ABI differs from MPICH's, so the C half and

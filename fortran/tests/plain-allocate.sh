@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A plain Fortran ALLOCATE of 64 MiB: on 4 KB or THP pages alone, on 2 MB
 # hugetlb pages under hugepool-run (from the program's own smaps).
 #   plain-allocate.sh HUGEPOOL-RUN PROGRAM   (under with-pool)

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! A Fortran program that knows nothing of hugepool: a plain ALLOCATE of a
 ! 64 MiB array, and the kernel's view of where it landed.
 program plain_allocate

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // hugepool::allocator<T> — a standard Allocator whose memory lives on hugetlb
 // pages (header-only; link with hugepool::hugepool).
 //

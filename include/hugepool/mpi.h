@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * hugepool MPI layer: node-shared hugetlb segments for the ranks of a
  * communicator (libhugepool_mpi, pkg-config hugepool-mpi, CMake

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // hugepool::mpi::node_segments — the MPI layer's collective segments as a
 // C++ object (header-only; link with hugepool::hugepool_mpi).
 //

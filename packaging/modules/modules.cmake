@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Environment modules for an installed prefix: an Lmod (Lua) and a Tcl
 # modulefile for hugepool (PATH, MANPATH, CMAKE_PREFIX_PATH, PKG_CONFIG_PATH;
 # no LD_LIBRARY_PATH: installed programs find the library by RUNPATH, and

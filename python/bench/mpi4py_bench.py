@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """mpi4py ping-pong and Allreduce on numpy.empty against hugepool.empty
 arrays, 1-64 MiB, in one run (run it with `run`, under mpirun with 2 ranks).
 

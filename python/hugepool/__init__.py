@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """numpy arrays on guaranteed hugetlb pages, from hugepool.
 
 hugepool gives every buffer explicit hugetlb pages (2 MB by default) that

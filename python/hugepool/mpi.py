@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Node-shared hugetlb segments for the ranks of an mpi4py communicator.
 
     from mpi4py import MPI

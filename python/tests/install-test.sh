@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the build tree into a temporary prefix and imports the package
 # from there with PYTHONPATH alone: the package and its extension come from
 # the prefix, the extension finds the prefix's libhugepool, and an array is

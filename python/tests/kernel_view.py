@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The kernel's view for the Python tests: one /proc/self/smaps field of the
 mapping holding an address, /proc/meminfo's free huge pages."""
 

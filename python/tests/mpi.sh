@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # mpi.sh PYTHON TEST-PY PYTHONPATH: test_mpi.py under Open MPI's mpirun (the
 # MPI Debian's python3-mpi4py is built against) with 2 ranks, on a pool of
 # exactly 64 free 2 MB pages (the pool lock held, the pool restored).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The hugepool package without MPI, checked from the kernel's view
 (/proc/self/smaps, /proc/meminfo).  Run with a pool of exactly 600 free 2 MB
 pages (tests/preload/with-pool) and PYTHONPATH at the package."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """hugepool arrays as mpi4py buffers, and hugepool.mpi.NodeSegments, under
 mpirun (mpi.sh: a pool of exactly 64 free 2 MB pages, 2 ranks).  Every check
 is on the data received and on the kernel's view (smaps); each rank prints

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Smoke test of one benchmark: run it at its smallest size through bench/run
 and check that its output is well-formed and physically plausible.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The multi-node test bed: N simulated nodes on this host, each a network and
 # a UTS namespace of its own (its own host name, its own eth0 with an address
 # from the documentation range 192.0.2.0/24), joined by a bridge that lives in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An MPI program that knows nothing of hugepool, run across the test bed's
  * nodes (bed.sh) by the cluster tests.  One line per rank and part, each
  * starting "rank W host H": what it computed (bad 0 when every byte it

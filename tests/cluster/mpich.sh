@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # MPICH (hydra) jobs across the bed's nodes (run by bed.sh), an unmodified
 # program (cluster_check.c) under hugepool-run:
 #   mpich.sh HUGEPOOL_RUN PROGRAM exchange|window|kill|share|stats [HUGEPOOL]

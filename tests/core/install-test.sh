@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the build tree into a temporary prefix and builds a downstream
 # project against it, once with find_package(hugepool) and once with pkg-config.
 set -euo pipefail

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool-probe: a tiny program for the option tests.  It allocates and
  * frees N buffers of SIZE bytes, printing the kind of each, so tests can run
  * it under different HUGEPOOL_* environments.

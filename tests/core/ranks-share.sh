@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ranks-share.sh PROGRAM SOURCE_DIR: 4 MPICH ranks, each with at most 24 MB
 # (12 pages) live, on a pool of 4 x 12 pages + 5% (51 pages; bench/pool-run
 # holds the pool lock and restores the pool).  HUGEPOOL_POLICY=small counts

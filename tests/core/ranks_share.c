@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ranks-share: ranks of one node sharing one pool sized to the job's live
  * working set.  Each rank, every step, allocates three buffers of changing
  * sizes (2-8 MB, at most 24 MB live), writes them, checks from the kernel's

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A setuid/setgid program linked with libhugepool.a ignores every HUGEPOOL_*
 # variable (its caller chose them), and the statistics file is never
 # written through a symlink.

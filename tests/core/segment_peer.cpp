@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // hugepool-segment-peer: a separate process for the segment tests.
 //   hugepool-segment-peer create BYTES [DIR]  creates a segment (on the hugetlbfs DIR), fills it with 0xC1, prints
 //                                               "handle PID FD INO DEV SIZE PAGE", then waits

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // hugepool::allocator<T> in standard containers: storage on hugetlb pages
 // through growth and copies; std::bad_alloc when the pool is short.
 #include <cerrno>

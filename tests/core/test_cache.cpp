@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The cache: a hit reuses the very mapping with no new page; eviction, trim
 // and the caps give pages back to the kernel's pool.
 #include <sys/wait.h>

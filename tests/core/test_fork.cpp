@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // fork() with live and cached buffers: the lock stays consistent in the
 // child, which can write what it inherited without SIGBUS.
 #include <sys/wait.h>

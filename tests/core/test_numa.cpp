@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // NUMA binding: pages land on the node asked for (the kernel's numa_maps
 // says so); a node that does not exist is a clear EINVAL.
 #include <cerrno>

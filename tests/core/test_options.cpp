@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Options: read once from HUGEPOOL_* variables, K/M/G sizes, and a warning
 // naming the variable and the default for every bad value.
 #include <catch2/catch.hpp>

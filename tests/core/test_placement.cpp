@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Buffers land on hugetlb pages, a shortage is an ENOMEM (never SIGBUS), and
 // each fallback policy does what it says — all checked from the kernel's view.
 #include <sys/mman.h>

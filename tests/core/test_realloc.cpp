@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // hugepool_realloc(): growth moves page-table entries (the kernel's page
 // frames stay the same), needs only the added pages, keeps the data; shrink
 // gives pages back; errors leave the old buffer intact; threads and fork.

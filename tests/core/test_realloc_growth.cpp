@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // hugepool_realloc() at the sizes programs reach: buffers grown to 1 GB in
 // the usual patterns (tests/growth.hpp), and a move of a buffer made of many
 // mappings failing at each of its steps (the OS layer's fault injection):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Node-shared segments: the kernel's view (smaps Shared_Hugetlb, meminfo
 // HugePages_Free, numa_maps) in the creating and in separate mapping
 // processes, kills at any moment, other users, a short pool.

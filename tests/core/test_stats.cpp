@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Statistics: what hugepool_get_stats counts (allocations, hits, misses,
 // slack, fallbacks) and how hugepool_stats_snprint prints it.
 #include <catch2/catch.hpp>

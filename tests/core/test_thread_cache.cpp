@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Thread caches: each thread reuses its own buffers without a shared lock,
 // yet the cache limits, trim, reclaim, fork and the statistics cover every
 // thread's cache.  Checked from the kernel's view (meminfo, smaps).  Catch's

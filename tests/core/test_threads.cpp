@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Thread safety: a multi-threaded alloc/free stress, and threads racing for
 // a short pool while the cache holds the pages.
 #include <atomic>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A rank that finishes early leaves nothing cached that another rank needs:
 # under hugepool-run, MPI_Finalize gives the rank's cached pages back to the
 # node's pool before it waits for the others (finalize_trim.c; the free

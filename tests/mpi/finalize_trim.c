@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A rank that finishes early gives its cached pages back: run as
  * `mpiexec -n 2 hugepool-run ./prog FLAG` on a pool nobody else changes.
  * Rank 0 allocates, touches and frees a 32 MiB buffer (its cache keeps the

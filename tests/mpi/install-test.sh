@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the build tree into a temporary prefix and builds a downstream MPI
 # program against the hugepool-mpi component, with find_package(hugepool
 # COMPONENTS mpi) and with pkg-config, and runs both with mpiexec -n 2; then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The kernel's view for the MPI test programs (C, no test framework): one
  * smaps field of the mapping holding an address, one /proc/meminfo field.
  * tests/kernel_view.hpp is the C++ tests' counterpart. */

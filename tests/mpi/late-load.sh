@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A program without MPI that loads a module linked with MPI late, with
 # dlopen(RTLD_LOCAL) as Python loads an mpi4py-style extension module, run
 # as `mpiexec -n 2 hugepool-run ./prog module.so`: its MPI_Alloc_mem memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A program that knows nothing of MPI until it runs: it loads a module
  * linked with MPI with dlopen(RTLD_LOCAL), as Python loads an mpi4py-style
  * extension module, and calls it.

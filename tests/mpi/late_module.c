@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A module linked with MPI and loaded late (see late_load.c), as an
  * mpi4py-style Python extension module is: its MPI calls go through the
  * process's global scope first, where hugepool-run's MPI entry points are. */

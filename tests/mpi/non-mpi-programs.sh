@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # hugepool-run preloads the MPI entry points into every program; in one
 # without MPI they must change nothing: the library needs no MPI library
 # (readelf: libc alone; nm: no undefined symbol outside glibc), it is

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # An unmodified MPI-3 program built with Open MPI (win_shared.c, compiled by
 # mpicc.openmpi here) under mpirun.openmpi and hugepool-run, with the MPI
 # entry points built against Open MPI's headers: the same results as without

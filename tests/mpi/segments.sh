@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs hugepool-mpi-check under mpiexec with the pool set to an exact number
 # of free 2 MB pages, and checks what every rank and the kernel say.
 #   segments.sh MPIEXEC PROGRAM NP basic|short|kill

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool-mpi-check: the MPI layer's test program, run with mpiexec.
  *   hugepool-mpi-check BYTES [KILL_RANK KILL_STAGE]
  * Every rank creates BYTES of node-shared segment, writes its pattern, and

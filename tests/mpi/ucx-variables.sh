@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The UCX variables the MPI tests and benchmarks set, checked against the
 # MPI they run on: Debian's MPICH is ch4:ucx (mpichversion), UCX knows
 # UCX_SYSV_HUGETLB_MODE and UCX_POSIX_HUGETLB_MODE (ucx_info -c, from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* How much hugetlb memory MPI itself maps in each rank (no hugepool here):
  * after MPI_Init and one message between the ranks, the process's total
  * Shared_Hugetlb and Private_Hugetlb from its smaps.  With Debian's MPICH

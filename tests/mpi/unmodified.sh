@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # An unmodified MPI-3 program (MPI_Alloc_mem, MPI_Win_allocate_shared) run
 # as is, as `mpiexec -n NP hugepool-run ./prog` (which preloads the MPI entry
 # points by itself), with --mpi-win-shared, and with --mpi off: same results

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An MPI-3 program written against MPI_Alloc_mem and MPI_Win_allocate_shared,
  * knowing nothing of hugepool: the tests run it as is, under hugepool-run
  * and with HUGEPOOL_MPI_WIN_SHARED=1, and compare what it computes.

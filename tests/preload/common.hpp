@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Helpers for the tests that run under libhugepool_preload.so.
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A library the deepbind tests open with RTLD_DEEPBIND, as PHP opens its
  * extensions: its malloc family binds to glibc's unless the preload takes
  * the flag off.  deepbind_glibc_* call glibc's own entry points whatever the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The small heap's multi-threaded stress, shared by the test under the
 // preload (malloc/free) and the one that calls the heap directly (for the
 // ASan and TSan builds): threads allocate random sizes 16 B - 256 KB

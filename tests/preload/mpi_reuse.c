@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An MPI program that simply mallocs its message buffers (as unmodified
  * codes do): each iteration allocates, sends / receives, checks and frees,
  * so later iterations reuse freed buffers.  Prints per rank whether the data

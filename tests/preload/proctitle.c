@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A program that writes its process title over its argv and environment
  * strings, as redis, nginx and postgres do (setproctitle): the environment
  * is first copied elsewhere ("copy"), or dropped ("clear"), then the

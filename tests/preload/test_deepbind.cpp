@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A library opened with RTLD_DEEPBIND (PHP opens its extensions so) and the
 // program free, grow and shrink each other's pointers, small and large, with
 // and without the preload: nothing aborts, every byte survives, and under

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every malloc-family entry point under libhugepool_preload.so, judged by
 // what the kernel reports (smaps), with the default settings (threshold 1M,
 // fallback policy).  Run by ctest with LD_PRELOAD set ([default] tag).

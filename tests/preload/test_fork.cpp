@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // fork() under the preload: with and without exec, with a full and a nearly
 // empty pool, in the default mode (HUGEPOOL_FORK=copy) and in keep mode.
 #include <catch2/catch.hpp>

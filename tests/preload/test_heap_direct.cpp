@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The small heap (jemalloc arenas on hugetlb chunks) called directly, without
 // the interposer, so that it runs in the ASan and TSan builds too: the same
 // 8-thread stress as under the preload, and its pages seen by the kernel.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // mprotect and madvise at 4 KB granularity on malloc'd memory: what glibc
 // gives a program, the preload gives too.  Judged by the kernel: smaps (the
 // page cut becomes 4 KB, the rest stays hugetlb), a forked child that dies

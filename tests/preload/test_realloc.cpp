@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // realloc under the preload: a hugepool buffer grows by moving page-table
 // entries (no copy, no new buffer per step), shrinks by giving pages back;
 // a shortage falls back per policy with the data kept.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // HUGEPOOL_SMALL_HEAP=1: small requests packed onto hugetlb pages.
 #include <sys/wait.h>
 #include <unistd.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugetlb-peak REPORT -- program [args...]
  *
  * Runs the program in a session of its own and, until it exits, reads the

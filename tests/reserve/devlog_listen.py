@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """devlog_listen.py SOCKET OUTFILE: receive syslog datagrams on SOCKET (e.g.
 /dev/log while no logger runs) and append each as one line to OUTFILE, until
 SIGTERM.  Prints 'ready' once bound."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* execve_argc0 PROGRAM [ENV...]: run PROGRAM with an empty argv (argc == 0). */
 #include <stdio.h>
 #include <unistd.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target for every parser that reads untrusted text: the
  * helper's arguments, the site config, the grant table and plain counts.
  * The first byte picks the parser; invariants of the result are checked. */

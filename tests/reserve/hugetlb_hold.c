@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugetlb_hold [--memfd] N: keep N 2 MB hugetlb pages in use until stdin
  * closes.  With --memfd the pages are faulted into a hugetlb memfd and then
  * unmapped: they stay allocated to the descriptor while the process maps

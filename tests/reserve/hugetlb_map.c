@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hugetlb_map [--noreserve] N [READY RELEASE]: map N 2 MB hugetlb pages
  * (reserved at mmap; with --noreserve MAP_NORESERVE, as code hugepool never
  * is), touch each one and report what the kernel says:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kill_on_change FILE CMD [ARGS...]: run CMD and SIGKILL it the moment FILE
  * is closed after a write (inotify).  Prints "killed" if the kill came before CMD ended,
  * else "ended"; exits 0 either way, 2 on a usage or setup error. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A library that leaves a file behind when a dynamic loader runs it, as
  * LD_PRELOAD (constructor) or as LD_AUDIT (la_version).  The helper must
  * never load it. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Every request is logged to syslog with facility authpriv: caller, request,
 # what was granted, outcome.  No logger runs in CI, so the test binds /dev/log
 # itself for its duration (the helper uses the real syslog(3) path).

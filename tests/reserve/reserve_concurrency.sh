@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # 16 concurrent callers (as with mpiexec -n 16 hugepool-reserve N): the result
 # is the same whatever the interleaving, never last-writer-wins.
 source "$(dirname "$0")/lib.sh"

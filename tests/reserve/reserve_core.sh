@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The helper's core paths run straight from the build tree as root (no setgid
 # install), so the ASan/UBSan and TSan configurations check them too: grant,
 # per-node grant, status, refused and partial releases, shortfall, 16

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs the libFuzzer target on the parsers for a bounded time (CI budget).
 set -euo pipefail
 fuzz=$RESERVE_TOOLS/fuzz_reserve_parse

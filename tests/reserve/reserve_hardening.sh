@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The installed helper (setgid, run as nobody) trusts nothing it inherits:
 # environment, descriptors, argv, and it is built hardened.
 source "$(dirname "$0")/lib.sh"

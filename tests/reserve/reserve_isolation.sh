@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Per-job hugetlb isolation on a real single-node Slurm: each job's
 # processes live in a hugetlb cgroup whose reservation limit is the job's
 # grant, so a job that maps more than its grant gets ENOMEM at mmap (never

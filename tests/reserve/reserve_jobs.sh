@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A job's reservation limit never exceeds what its user holds (limits.c), on
 # the real pool and real hugetlb cgroup limit files made as the Slurm plugin
 # makes them (job cgroups with limit files handed to the helper's group,

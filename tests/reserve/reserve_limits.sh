@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Site limits, the config file's checks, grants per user, release, status,
 # shrink-below-in-use and a partial grant -- the installed helper as nobody.
 source "$(dirname "$0")/lib.sh"

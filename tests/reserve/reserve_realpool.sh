@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The real kernel pool: the installed setgid helper, run as nobody, resizes
 # /sys/kernel/mm/hugepages (and a NUMA node's pool), refuses to shrink below
 # pages in use, and the pool ends as it started.  Holds the machine-wide pool

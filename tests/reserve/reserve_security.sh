@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A hostile user of the allowed group against the installed helper (setgid,
 # run as nobody, fake tree): keeping the lock forever, an in-use count that
 # fails open, pages held without a mapping, a kill in the middle of a grant,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # srun --hugepages=N against a real single-node Slurm (munge, slurmctld,
 # slurmd started here on 127.0.0.1 with a generated config, stopped at the
 # end).  The job's user is nobody; the plugin's root-side prolog grants the

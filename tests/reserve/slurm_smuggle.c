@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* slurm_smuggle VALUE OUTFILE: a hostile Slurm client.  Submits a batch job
  * whose --hugepages value skips the client-side check of the SPANK plugin
  * (it goes straight into the job's SPANK environment), to prove that the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The helper's parsers: every value a user or an admin can hand it.
 #include <catch2/catch.hpp>
 #include <cstdio>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The modulefiles an install generates, as a user meets them: install the
 # build into a prefix, move the prefix, then with Lmod (Debian's lmod, which
 # reads Lua and Tcl modulefiles) `module load hugepool` puts hugepool-run,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The Debian packages, as an administrator meets them.
 #  1. Build them with cpack (prefix /usr) and check what each holds: the MPI
 #     layer in libhugepool-mpi0/-mpi-dev, conffiles, copyright and changelog

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The Spack package kept in packaging/spack.
 #  1. Without Spack: package.py compiles, and every CMake variable it sets
 #     is one the build reads (a renamed option would silently be ignored).

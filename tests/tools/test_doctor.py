@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """hugepool doctor against prepared /proc, /sys and /etc trees, one per
 problem it must find (each must come with its fix), and on the real node.
 

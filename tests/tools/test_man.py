@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The man pages and --help agree: the same options for each program, every
 public function of hugepool.h in hugepool(3), every HUGEPOOL_* variable of
 the option table documented, and each page renders without a groff warning.

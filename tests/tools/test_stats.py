@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """hugepool stats / hugepool-stats on the files of a real job:
 mpiexec -n 4 hugepool-run -o 'DIR/hp.%r' -- an MPI program that mallocs its
 message buffers, with a pool that fits, an empty one and one too small.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A HUGEPOOL_* variable whose name is no option (a misspelling) is not
 # silently ignored: the library says so once, naming the option it
 # resembles, and the program runs with the defaults.  Valid names say nothing.

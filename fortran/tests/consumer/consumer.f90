@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! A downstream program: a 4 MiB array on hugetlb pages, its kind from hugepool.
 program consumer
   use, intrinsic :: iso_c_binding, only: c_loc

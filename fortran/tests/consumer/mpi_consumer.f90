@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! A downstream MPI program (use mpi_f08): node segments, every peer's read.
 program mpi_consumer
   use, intrinsic :: iso_fortran_env, only: int64

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Builds against an installed hugepool and prints what it links to.
 #include <hugepool/allocator.hpp>
 #include <hugepool/hugepool.h>

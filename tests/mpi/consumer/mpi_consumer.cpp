@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Downstream use of the MPI layer through its C++ wrapper: every rank writes
 // its rank into its segment and reads its node peers'.
 #include <mpi.h>

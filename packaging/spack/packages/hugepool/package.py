@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Spack package for hugepool, kept with its source (packaging/spack is a
 Spack package repository: `spack repo add packaging/spack`).
 
