@@ -19,6 +19,11 @@ import sys
 import tempfile
 
 HUGEPOOL, RUN, PROG, WITH_POOL = (os.path.abspath(a) for a in sys.argv[1:5])
+# hugepool-stats runs the first python3 on PATH (#!/usr/bin/env python3, so
+# that a module's or a venv's Python is used): make that the interpreter
+# CMake found for the tests, which has matplotlib (python3-matplotlib),
+# rather than whatever python3 comes first on this machine's PATH.
+os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
 failures = []
 
 
