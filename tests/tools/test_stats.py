@@ -20,10 +20,19 @@ import tempfile
 
 HUGEPOOL, RUN, PROG, WITH_POOL = (os.path.abspath(a) for a in sys.argv[1:5])
 # hugepool-stats runs the first python3 on PATH (#!/usr/bin/env python3, so
-# that a module's or a venv's Python is used): make that the interpreter
-# CMake found for the tests, which has matplotlib (python3-matplotlib),
-# rather than whatever python3 comes first on this machine's PATH.
-os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+# that a module's or a venv's Python is used).  The plot needs matplotlib:
+# put first on PATH a python3 that has it (this interpreter, else Debian's,
+# where python3-matplotlib lives), whatever python3 comes first here.
+def _has_matplotlib(python):
+    return subprocess.run([python, "-c", "import matplotlib"], capture_output=True).returncode == 0
+
+
+for _python in (sys.executable, "/usr/bin/python3"):
+    if os.path.exists(_python) and _has_matplotlib(_python):
+        _bin = os.path.join(tempfile.mkdtemp(prefix="hp-python-"), "python3")
+        os.symlink(_python, _bin)
+        os.environ["PATH"] = os.path.dirname(_bin) + os.pathsep + os.environ.get("PATH", "")
+        break
 failures = []
 
 
