@@ -38,6 +38,9 @@ void hp_warn(const char *fmt, ...) {
   os_write_stderr(line, len);
 }
 
+/* The OS layer's reports (os_set_reporter), as any other warning. */
+static void warn_from_os(const char *text) { hp_warn("%s", text); }
+
 /* ---- initialisation and fork -------------------------------------------- */
 
 static void atfork_prepare(void) {
@@ -94,6 +97,7 @@ static void thread_exit(hp_tcache *tc) {
 }
 
 static void init_once(void) {
+  os_set_reporter(warn_from_os);
   options_init();
   stats_init();
   os_nodes_init();
