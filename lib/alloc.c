@@ -9,8 +9,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "alloc.h"
+#include "cache.h"
+#include "hooks.h"
+#include "init.h"
+#include "registry.h"
+#include "share.h"
 #include "split.h"
+#include "tcache.h"
 
 /* Bytes chosen for release but not yet unmapped (lazy release runs outside
  * the lock): an ENOMEM retry waits for them to reach the pool. */

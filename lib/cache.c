@@ -21,7 +21,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "cache.h"
+#include "options.h"
 
 typedef uint32_t ref; /* index into entries[]; 0 is "none" */
 

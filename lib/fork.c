@@ -29,7 +29,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "fork.h"
+#include "options.h"
+#include "registry.h"
 #include "split.h"
 
 static void make_private(hp_block *b, void *arg) {

@@ -11,7 +11,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "alloc.h"
+#include "cache.h"
+#include "fork.h"
+#include "hooks.h"
+#include "init.h"
+#include "options.h"
+#include "registry.h"
+#include "share.h"
+#include "stats.h"
+#include "tcache.h"
 
 pthread_mutex_t hp_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t hp_once = PTHREAD_ONCE_INIT;

@@ -21,7 +21,8 @@
 #include <sys/auxv.h>
 #include <unistd.h> /* environ */
 
-#include "internal.h"
+#include "options.h"
+#include "warn.h"
 
 typedef enum { HP_OPTION_DEFAULT, HP_OPTION_SET, HP_OPTION_INVALID } hp_option_source;
 

@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "registry.h"
 #include "spin.h"
 
 #define STRIPES 64

@@ -43,7 +43,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "internal.h"
+#include "share.h"
 
 static long ranks = 1;
 static _Atomic size_t pool_bytes[2] = {SIZE_MAX, SIZE_MAX}; /* [0] 2 MB, [1] 1 GB pages */

@@ -26,6 +26,9 @@
  *    alone, with a fresh mutex).
  * 5. mprotect here is the system call, never the preload's own mprotect. */
 #define _GNU_SOURCE
+#include "alloc.h"
+#include "hooks.h"
+#include "registry.h"
 #include "split.h"
 
 #include <errno.h>

@@ -11,7 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "hooks.h"
+#include "options.h"
+#include "stats.h"
 
 hugepool_stats hp_stats;
 size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);

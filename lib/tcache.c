@@ -32,8 +32,11 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "internal.h"
+#include "cache.h"
+#include "registry.h"
+#include "share.h"
 #include "spin.h"
+#include "tcache.h"
 
 #define ENTRIES 4
 

@@ -13,8 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h" /* the core's option table, hooks and diagnostics */
-#include "split.h"
+#include "hooks.h" /* the core's option table, hooks and diagnostics */
 
 _Atomic size_t hpl_threshold = (size_t)1 << 20; /* the option's default until init */
 atomic_bool hpl_small_heap_on;

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "preload.h"
-#include "split.h"
+#include "hooks.h" /* split.c's 4 KB granularity */
 
 #define HPL_EXPORT __attribute__((visibility("default")))
 

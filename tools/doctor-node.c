@@ -13,9 +13,8 @@
 #include <unistd.h> /* environ */
 
 #include "doctor.h"
-/* The library's option table and parsers (lib/option-table.c, linked in);
- * by path, as setuid-helper/ has an internal.h of its own. */
-#include "../lib/internal.h"
+/* The library's option table and parsers (lib/option-table.c, linked in). */
+#include "../lib/options.h"
 
 #define MB (1ULL << 20)
 #define UNLIMITED_BYTES (1ULL << 62) /* cgroup v1 prints ~2^63 for "no limit" */

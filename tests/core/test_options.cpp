@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "common.hpp"
-#include "internal.h"
+#include "options.h"
 #include "size.h"
 
 #include <sstream>

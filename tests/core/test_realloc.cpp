@@ -18,7 +18,8 @@
 #include <vector>
 
 #include "common.hpp"
-#include "internal.h"
+#include "alloc.h"
+#include "registry.h"
 
 using namespace test;
 

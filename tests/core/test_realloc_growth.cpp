@@ -15,7 +15,7 @@
 
 #include "common.hpp"
 #include "growth.hpp"
-#include "internal.h"
+#include "os.h"
 
 using namespace test;
 
