@@ -35,6 +35,11 @@ static inline size_t hp_fit_max(size_t size, size_t page) {
   return size + more < size ? size : size + more;
 }
 
+/* The free of ptr.  keep: the block may go to a cache (hugepool_free); else
+ * it goes back to the pool now (hp_free_to_pool).  quiet: a pointer that is
+ * no live buffer is no error (hp_free_if_live).  false: nothing freed.
+ * errno is kept. */
+HP_INTERNAL bool alloc_free(void *ptr, bool keep, bool quiet);
 /* Lazy release: count blocks as being released under hp_lock, then unmap
  * them with release_now() after dropping it. */
 HP_INTERNAL void release_mark(const hp_block *blocks, size_t n);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The bottom of the core (hugepool.c), above the OS layer only: the block every
+/* The bottom of the core (base.c), above the OS layer only: the block every
  * module passes around, the lock and the counters it guards, the settings
  * the public API changes at run time, and the shortage lines.  Not
  * installed.
  *
- * Rules: hugepool.c calls the OS layer; every other file of lib/ may use
+ * Rules: base.c calls only the OS layer; every other file of lib/ may use
  * it.  Nothing here takes a lock other than hp_lock, and only its callers
  * take that.
  *
@@ -49,12 +49,17 @@ typedef struct hp_block {
 /* Releases happen in batches outside the lock; this is one batch. */
 #define HP_BATCH 64
 
-/* ---- the lock of the shared cache and the slow paths (hugepool.c) ----
+/* ---- the lock of the shared cache and the slow paths (base.c) ----
  * Guards the shared cache, the statistics in hp_stats and the list of
  * thread caches.  No system call is made under it except rare growth of
  * the internal tables. */
 extern HP_INTERNAL pthread_mutex_t hp_lock;
+/* The settings the public API reads and changes (hugepool_set_policy,
+ * hugepool_set_page_size), set first by init.c from the options. */
 HP_INTERNAL size_t hp_current_page_size(void);
+HP_INTERNAL void hp_set_page_size(size_t page);
+HP_INTERNAL hugepool_policy hp_current_policy(void);
+HP_INTERNAL void hp_set_policy(hugepool_policy policy);
 HP_INTERNAL void hp_report_shortage(size_t size, size_t page, int node);
 /* "2 MB hugetlb pages: need N pages, F free of T in the pool; reserve more
  * with ..." for a request of `size` bytes: the part of a shortage line that

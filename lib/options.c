@@ -109,12 +109,15 @@ static void warn_unknown_names(void) {
 void options_init(void) {
   if (getauxval(AT_SECURE)) {
     for (size_t i = 0; i < HP_OPT_COUNT; i++) options[i].value = default_of((hp_option_id)i);
+    hp_warn_enable(options[HP_OPT_WARN].value != 0);
     if (any_hugepool_variable()) {
       hp_warn("setuid/setgid program: every HUGEPOOL_* variable is ignored, the defaults apply");
     }
     return;
   }
-  parse_one(HP_OPT_WARN); /* first: it decides whether the others may warn */
+  hp_warn_enable(default_of(HP_OPT_WARN) != 0); /* a bad HUGEPOOL_WARN is reported under the default */
+  parse_one(HP_OPT_WARN);                        /* first: it decides whether the others may warn */
+  hp_warn_enable(options[HP_OPT_WARN].value != 0);
   for (size_t i = 0; i < HP_OPT_COUNT; i++) {
     if (i != HP_OPT_WARN) parse_one((hp_option_id)i);
   }

@@ -15,20 +15,8 @@
 #include "options.h"
 #include "stats.h"
 
-hugepool_stats hp_stats;
 size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);
 const char *hp_stats_policy_label;
-
-void stats_mapped(size_t bytes) {
-  hp_stats.maps++;
-  hp_stats.bytes_mapped += bytes;
-  if (hp_stats.bytes_mapped > hp_stats.bytes_mapped_peak) hp_stats.bytes_mapped_peak = hp_stats.bytes_mapped;
-}
-
-void stats_unmapped(size_t bytes) {
-  hp_stats.unmaps++;
-  hp_stats.bytes_mapped -= bytes;
-}
 
 /* One row per counter: the text and the JSON output come from this table. */
 #define HP_STAT_FIELDS(X)                                  \
