@@ -10,6 +10,7 @@
 #include "atfork.h"
 #include "cache.h"
 #include "init.h"
+#include "launcher.h"
 #include "options.h"
 #include "share.h"
 #include "stats.h"
@@ -35,7 +36,7 @@ static void thread_exit(hp_tcache *tc) {
 static void init_once(void) {
   os_set_reporter(warn_from_os);
   options_init();
-  stats_init();
+  launcher_init();
   os_nodes_init();
   share_init();
   tcache_init(thread_exit);

@@ -14,8 +14,6 @@ extern "C" {
 
 /* ---- statistics reports (stats.c) --------------------------------------- */
 HP_INTERNAL void stats_print_at_exit(void);
-/* Reads what the reports need from the environment (the MPI rank), once. */
-HP_INTERNAL void stats_init(void);
 
 #ifdef __cplusplus
 }
