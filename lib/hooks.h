@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* What the preload (preload/) sees of the core, and all it includes of
- * lib/: the option table and values, the OS layer for its own system
- * calls, warnings, and the hooks below.  Not installed.
+ * lib/: the option table and values (and the reader it exports to the MPI
+ * entry points, option-reader.h), the OS layer for its own system calls,
+ * warnings, and the hooks below.  Not installed.
  *
  * The preload links the core's objects (libhugepool.a) into its shared
  * object: these hooks are hidden, the preload's own contract with the core.
@@ -16,6 +17,7 @@
 #include <stdint.h>
 
 #include "hugepool/hugepool.h"
+#include "option-reader.h"
 #include "options.h"
 #include "os.h"
 #include "warn.h"

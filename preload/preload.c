@@ -344,3 +344,13 @@ void *hpl_memalign(size_t alignment, size_t size) {
   }
   return __libc_memalign(alignment, size); /* free() tells the sources apart */
 }
+
+/* The MPI entry points' option reader (lib/option-reader.h): the values
+ * read at load, with the option table's rules. */
+int hugepool_preload_option(const char *name, long long *value) {
+  hp_option_id id = name ? option_find(name, strlen(name)) : HP_OPT_COUNT;
+  if (id == HP_OPT_COUNT || !value) return -1;
+  (void)ready(); /* the options are read (at the latest now) */
+  *value = option_get(id);
+  return 0;
+}
