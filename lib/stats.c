@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Statistics: counters kept under the hugepool lock, formatted as text or
+/* Statistics: the counters kept under the hugepool lock (base.c), as text or
  * JSON, and printed at exit on request (HUGEPOOL_STATS, HUGEPOOL_STATS_FILE). */
 #define _GNU_SOURCE
 #include <errno.h>
