@@ -3,13 +3,14 @@
  * the other threads' caches, then a new mapping (reclaiming cached pages
  * when the pool is short), then the policy's fallback. */
 #define _GNU_SOURCE
+#include "alloc.h"
+
 #include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
-#include "alloc.h"
 #include "cache.h"
 #include "hooks.h"
 #include "registry.h"

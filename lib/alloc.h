@@ -16,7 +16,6 @@
 
 #include "base.h"
 
-
 #ifdef __cplusplus
 extern "C" {
 #endif

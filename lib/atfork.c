@@ -4,10 +4,11 @@
  * child starts with consistent tables; the child then drops its cached
  * blocks and gets its own copies of live buffers (fork.c). */
 #define _GNU_SOURCE
+#include "atfork.h"
+
 #include <pthread.h>
 
 #include "alloc.h"
-#include "atfork.h"
 #include "cache.h"
 #include "fork.h"
 #include "registry.h"

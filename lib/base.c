@@ -4,12 +4,13 @@
  * run time, warnings and the shortage lines.  It calls nothing of lib/ but
  * the OS layer; every other file may call it. */
 #define _GNU_SOURCE
+#include "base.h"
+
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "base.h"
 #include "hooks.h"
 
 pthread_mutex_t hp_lock = PTHREAD_MUTEX_INITIALIZER;

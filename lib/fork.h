@@ -8,7 +8,6 @@
 
 #include "base.h"
 
-
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -22,7 +22,6 @@
 #include "os.h"
 #include "warn.h"
 
-
 #ifdef __cplusplus
 extern "C" {
 #endif

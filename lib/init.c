@@ -3,13 +3,14 @@
  * module, then the atfork handlers; the report at exit.  The top of the
  * core with api.c: it calls into every module, and no module calls it. */
 #define _GNU_SOURCE
+#include "init.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "alloc.h"
 #include "atfork.h"
 #include "cache.h"
-#include "init.h"
 #include "launcher.h"
 #include "options.h"
 #include "share.h"

@@ -4,11 +4,11 @@
  * wins: a process started by hydra inside a Slurm allocation gets hydra's
  * rank, not Slurm's. */
 #define _GNU_SOURCE
+#include "launcher.h"
+
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "launcher.h"
 
 typedef enum { RANK, LOCAL_RANK, LOCAL_RANKS, JOB, WHAT_COUNT } what;
 

@@ -16,12 +16,13 @@
  * afterwards (redis, nginx and postgres write their process title over the
  * environ strings), and a pointer into it would read that title. */
 #define _GNU_SOURCE
+#include "options.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h> /* environ */
 
-#include "options.h"
 #include "warn.h"
 
 typedef enum { HP_OPTION_DEFAULT, HP_OPTION_SET, HP_OPTION_INVALID } hp_option_source;

@@ -16,7 +16,6 @@
 #include "hugepool/hugepool.h"
 #include "os.h"
 
-
 #ifdef __cplusplus
 extern "C" {
 #endif

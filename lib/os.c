@@ -6,12 +6,14 @@
  * preload interposer can use it from inside malloc, and nothing here calls
  * above this layer: what it must say goes through the reporter (report()). */
 #define _GNU_SOURCE
+#include "os.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <numaif.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +23,6 @@
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "os.h"
 
 /* glibc defines MAP_HUGE_SHIFT and MADV_POPULATE_WRITE (2.35+), not these. */
 #ifndef MAP_HUGE_2MB

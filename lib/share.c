@@ -39,12 +39,13 @@
  * A single process (one rank) keeps the plain limits: its share is the
  * whole pool. */
 #define _GNU_SOURCE
+#include "share.h"
+
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
 #include "launcher.h"
-#include "share.h"
 
 static long ranks = 1;
 static _Atomic size_t pool_bytes[2] = {SIZE_MAX, SIZE_MAX}; /* [0] 2 MB, [1] 1 GB pages */

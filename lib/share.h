@@ -9,7 +9,6 @@
 
 #include "base.h"
 
-
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -26,9 +26,6 @@
  *    alone, with a fresh mutex).
  * 5. mprotect here is the system call, never the preload's own mprotect. */
 #define _GNU_SOURCE
-#include "alloc.h"
-#include "hooks.h"
-#include "registry.h"
 #include "split.h"
 
 #include <errno.h>
@@ -39,6 +36,10 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "alloc.h"
+#include "hooks.h"
+#include "registry.h"
 
 static pthread_mutex_t split_lock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t *split_pages; /* split_lock; unsorted, a handful in practice */

@@ -2,6 +2,8 @@
 /* Statistics: the counters kept under the hugepool lock (base.c), as text or
  * JSON, and printed at exit on request (HUGEPOOL_STATS, HUGEPOOL_STATS_FILE). */
 #define _GNU_SOURCE
+#include "stats.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -14,7 +16,6 @@
 #include "hooks.h"
 #include "launcher.h"
 #include "options.h"
-#include "stats.h"
 
 size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);
 const char *hp_stats_policy_label;

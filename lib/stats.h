@@ -7,7 +7,6 @@
 
 #include "base.h"
 
-
 #ifdef __cplusplus
 extern "C" {
 #endif

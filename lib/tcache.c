@@ -28,6 +28,8 @@
  * lock alone.  Another thread takes a cache's lock to steal a block, to
  * drain it (trim, reclaim, fork) or to read its counters. */
 #define _GNU_SOURCE
+#include "tcache.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -36,7 +38,6 @@
 #include "registry.h"
 #include "share.h"
 #include "spin.h"
-#include "tcache.h"
 
 #define ENTRIES 4
 

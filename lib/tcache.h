@@ -10,7 +10,6 @@
 
 #include "base.h"
 
-
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -11,7 +11,6 @@
 
 #include "os.h"
 
-
 #ifdef __cplusplus
 extern "C" {
 #endif
