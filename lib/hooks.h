@@ -6,9 +6,11 @@
  *
  * The preload links the core's objects (libhugepool.a) into its shared
  * object: these hooks are hidden, the preload's own contract with the core.
- * Rules: the preload's constructor starts the core (hugepool_get_policy)
- * before it calls any hook; the hooks take hp_lock and the caches' locks
- * as the public functions do, and hold none on return. */
+ * Rules: hp_allocate needs the core started (the preload's constructor
+ * starts it, hugepool_get_policy, before its heap maps a chunk); the free
+ * hooks start it themselves, as hugepool_free does (a free may come first).
+ * The hooks take hp_lock and the caches' locks as the public functions do,
+ * and hold none on return. */
 #ifndef HUGEPOOL_HOOKS_H
 #define HUGEPOOL_HOOKS_H
 
