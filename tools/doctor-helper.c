@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "doctor.h"
+#include "doctor-util.h"
 #include "reserve.h"
 
 #ifndef DOCTOR_RESERVE_CONF

@@ -13,6 +13,7 @@
 #include <unistd.h> /* environ */
 
 #include "doctor.h"
+#include "doctor-util.h"
 /* The library's option table and parsers (lib/option-table.c, linked in);
  * by path, as setuid-helper/ has an internal.h of its own. */
 #include "../lib/internal.h"
