@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <syslog.h>
 
-#include "internal.h"
+#include "helper.h"
 
 void reserve_audit(const struct reserve_caller *who, const char *fmt, ...) {
   char msg[512];

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "helper.h"
 
 static int owned_by_root_not_writable(const struct stat *st) {
   return st->st_uid == 0 && (st->st_mode & (S_IWGRP | S_IWOTH)) == 0;

@@ -4,7 +4,7 @@
  * parse.c   pure parsers (numbers, arguments, config, grant table); no I/O,
  *           so the fuzz target and the unit tests call them directly.
  * the rest  the privileged core (pool.c, release.c, state.c, sysfs.c; see
- *           internal.h), linked into the helper and the Slurm SPANK plugin.
+ *           helper.h), linked into the helper and the Slurm SPANK plugin.
  */
 #ifndef HUGEPOOL_RESERVE_H
 #define HUGEPOOL_RESERVE_H

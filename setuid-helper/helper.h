@@ -13,8 +13,8 @@
  *
  * Nothing here is visible outside the helper or the Slurm plugin.
  */
-#ifndef HUGEPOOL_RESERVE_INTERNAL_H
-#define HUGEPOOL_RESERVE_INTERNAL_H
+#ifndef HUGEPOOL_RESERVE_HELPER_H
+#define HUGEPOOL_RESERVE_HELPER_H
 
 #include <stddef.h>
 #include <sys/types.h>
