@@ -2,7 +2,8 @@
 /* hugepool-reserve: shared declarations.
  *
  * parse.c   pure parsers (numbers, arguments, config, grant table); no I/O,
- *           so the fuzz target and the unit tests call them directly.
+ *           so the fuzz target and the unit tests call them directly; the
+ *           config's parser is declared in config-parse.h (the doctor's).
  * the rest  the privileged core (pool.c, release.c, state.c, sysfs.c; see
  *           helper.h), linked into the helper and the Slurm SPANK plugin.
  */
@@ -12,6 +13,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "config-parse.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -19,8 +22,6 @@ extern "C" {
 #define RESERVE_MAX_PAGES 10000000ULL /* largest PAGES accepted on the command line */
 #define RESERVE_MAX_NODE 1023
 #define RESERVE_MAX_GRANTS 512
-#define RESERVE_MAX_GROUPS 256 /* the Slurm plugin's look-up of a job user's groups */
-#define RESERVE_CONF_MAX 4096    /* bytes */
 #define RESERVE_GRANTS_MAX 32768 /* bytes */
 #define RESERVE_PAGE_2M 2048U    /* kB */
 #define RESERVE_PAGE_1G 1048576U /* kB */
@@ -43,20 +44,6 @@ struct reserve_request {
 
 /* Returns 0, or -1 with *err set to a static message. */
 int reserve_parse_args(int argc, char *const argv[], struct reserve_request *rq, const char **err);
-
-struct reserve_config {
-  unsigned long long max_pages;         /* per user on this node, in 2 MB pages */
-  unsigned max_permille;                /* hugetlb memory <= this/1000 of MemTotal */
-  unsigned long long min_free_mb;       /* MemAvailable that must remain */
-  char group[64];                       /* group allowed to use the helper */
-  int require_job;                      /* caller must own a Slurm job on the node */
-  int require_isolation;                /* refuse a job's tasks when its hugetlb cgroup cannot be set up */
-  int default_job_pages_set;            /* default_job_pages was given */
-  unsigned long long default_job_pages; /* reservation limit of a job without --hugepages */
-};
-
-/* Parses the site config.  Returns 0, or -1 with a message in err. */
-int reserve_parse_config(const char *text, size_t len, struct reserve_config *c, char *err, size_t errlen);
 
 struct reserve_grant_entry {
   uid_t uid;

@@ -19,7 +19,7 @@
 
 #include "doctor.h"
 #include "doctor-util.h"
-#include "reserve.h"
+#include "config-parse.h"
 
 #ifndef DOCTOR_RESERVE_CONF
 #define DOCTOR_RESERVE_CONF "/etc/hugepool/reserve.conf"
