@@ -32,7 +32,7 @@ extern "C" {
  * (except "0" itself), value <= max.  Returns 0 and sets *out, or -1. */
 int reserve_parse_count(const char *s, unsigned long long max, unsigned long long *out);
 
-enum reserve_action { ACT_GRANT, ACT_STATUS, ACT_RELEASE, ACT_HELP, ACT_TEST_ENV };
+enum reserve_action { ACT_GRANT, ACT_STATUS, ACT_RELEASE, ACT_HELP };
 
 struct reserve_request {
   enum reserve_action action;
