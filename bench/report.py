@@ -4,7 +4,7 @@
 
     report.py DIR [--title TEXT] [--plot-prefix PREFIX]
 
-Reads DIR/results.jsonl (one JSON object per line, see bench/common.hpp).
+Reads DIR/results.jsonl (one JSON object per line, see bench/bench_util.hpp).
 Rates are derived from the measured times: a median rate comes from the median
 time, and its range from the slowest and fastest repetitions.  GB means 10^9
 bytes in rates (GB/s) and GiB means 2^30 bytes in costs (ms per GiB).
