@@ -3,7 +3,7 @@
 // naming the variable and the default for every bad value.
 #include <catch2/catch.hpp>
 
-#include "common.hpp"
+#include "core_test.hpp"
 #include "options.h"
 #include "size.h"
 

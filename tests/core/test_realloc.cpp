@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "common.hpp"
+#include "core_test.hpp"
 #include "alloc.h"
 #include "registry.h"
 

@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "common.hpp"
+#include "core_test.hpp"
 #include "growth.hpp"
 #include "os.h"
 

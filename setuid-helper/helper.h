@@ -3,7 +3,9 @@
  *
  * sysfs.c    reads the kernel: pool files, meminfo, /proc/<pid>/status
  * state.c    the lock, the grant table and its intent record, the job registry
- * pool.c     config, authorization, grant, status, audit
+ * audit.c    the audit log (calls nothing else here)
+ * config.c   loading the site config (parse.c parses it)
+ * pool.c     authorization, grant, status
  * release.c  the release and the rule that keeps other users' pages
  * cgroup.c   per-job hugetlb cgroups: detection, the job's reservation limit
  * limits.c   a user's job limits never exceed the user's grants
@@ -11,8 +13,8 @@
  *
  * Nothing here is visible outside the helper or the Slurm plugin.
  */
-#ifndef HUGEPOOL_RESERVE_INTERNAL_H
-#define HUGEPOOL_RESERVE_INTERNAL_H
+#ifndef HUGEPOOL_RESERVE_HELPER_H
+#define HUGEPOOL_RESERVE_HELPER_H
 
 #include <stddef.h>
 #include <sys/types.h>
