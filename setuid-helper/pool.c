@@ -9,7 +9,8 @@
  *     directory of the same kind; anything else refuses everything.
  *  2. Only members of the config's group (or root) may ask; with
  *     require_job, only owners of a job on the node (root-owned registry
- *     entries only).
+ *     entries only).  Others get --status's pool figures (world-readable
+ *     sysfs numbers) and no more: no lock, no grant table, no cgroup.
  *  3. Every limit is computed from the kernel's numbers at the time of the
  *     request, under the lock: max_pages per user, max_fraction and
  *     min_free_mb for the machine and for a --node grant's node.
@@ -69,11 +70,25 @@ int reserve_load_config(struct reserve_config *c, char *err, size_t errlen) {
   memcpy(dir, RESERVE_CONF_FILE, sizeof dir);
   slash = strrchr(dir, '/');
   if (slash != NULL && slash != dir) *slash = '\0';
+  if (lstat(dir, &st) != 0 && errno == ENOENT) {
+    snprintf(err, errlen,
+             "config directory %s is missing: hugepool-reserve is not set up on this node (an administrator "
+             "installs the hugepool-helper package, or runs setuid-helper/install.sh as root)",
+             dir);
+    return -1;
+  }
   if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || !owned_by_root_not_writable(&st)) {
     snprintf(err, errlen, "config directory %s must be a root-owned directory not writable by group or others", dir);
     return -1;
   }
   fd = open(RESERVE_CONF_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0 && errno == ENOENT) {
+    snprintf(err, errlen,
+             "config %s is missing: hugepool-reserve is not set up on this node (an administrator installs the "
+             "hugepool-helper package, or runs setuid-helper/install.sh as root)",
+             RESERVE_CONF_FILE);
+    return -1;
+  }
   if (fd < 0) {
     snprintf(err, errlen, "cannot open config %s: %s", RESERVE_CONF_FILE, strerror(errno));
     return -1;
@@ -111,7 +126,10 @@ int reserve_authorize(const struct reserve_config *c, const struct reserve_calle
   member = who->gid == gr->gr_gid;
   for (i = 0; i < who->ngroups && !member; i++) member = who->groups[i] == gr->gr_gid;
   if (!member) {
-    snprintf(err, errlen, "you are not in group '%s'", c->group);
+    snprintf(err, errlen,
+             "you are not in group '%s', whose members may reserve pages: ask your administrator to add you to "
+             "'%s' (--status works without it)",
+             c->group, c->group);
     return -1;
   }
   if (c->require_job && !reserve_user_has_job(who->uid, 0)) {
@@ -444,5 +462,14 @@ int reserve_status(const struct reserve_caller *who, int fd) {
   }
   if (!any) dprintf(fd, "  none\n");
   status_job(who, fd);
+  return RESERVE_OK;
+}
+
+/* --status for a caller refused by reserve_authorize: the pool figures
+ * alone (what sysfs shows everyone), then why there is no more. */
+int reserve_status_pool(int fd, const char *why) {
+  status_size(fd, RESERVE_PAGE_2M);
+  status_size(fd, RESERVE_PAGE_1G);
+  dprintf(fd, "your grants: not shown: %s\n", why);
   return RESERVE_OK;
 }
