@@ -179,3 +179,17 @@ TEST_CASE("a switch takes yes/no, true/false, on/off in any case and 1/0", "[opt
   CHECK(out.find("hugepool statistics") != std::string::npos);
   CHECK(out.find("is not valid") == std::string::npos);  // HUGEPOOL_WARN=off silenced it
 }
+
+TEST_CASE("a process that made no hugepool allocation prints no statistics", "[options][stats]") {
+  kv::PoolGuard pool(4);
+  std::string out = probe("HUGEPOOL_STATS=1", "2097152 0");
+  CHECK(out.find("policy strict") != std::string::npos);
+  CHECK(out.find("hugepool statistics") == std::string::npos);
+  out = probe("HUGEPOOL_STATS=json", "2097152 0");
+  CHECK(out.find("\"allocs\"") == std::string::npos);
+  // Sizes read in human units in the text, in bytes in the JSON.
+  out = probe("HUGEPOOL_STATS=1", "4194304 1");
+  CHECK(out.find("bytes mapped (peak)              4 MiB") != std::string::npos);
+  out = probe("HUGEPOOL_STATS=json", "4194304 1");
+  CHECK(out.find("\"bytes_mapped_peak\": 4194304") != std::string::npos);
+}
