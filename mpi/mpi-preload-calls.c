@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "hugepool/hugepool.h"
@@ -62,12 +63,22 @@ static struct {
 #define HP_MPI_MIN MPI_MIN
 #endif
 
+/* A switch as the option table reads one (lib/option-table.c): 1 for
+ * 1/yes/true/on, 0 for 0/no/false/off, any case; -1 for anything else. */
+static int switch_value(const char *v) {
+  static const char *const words[2][4] = {{"0", "no", "false", "off"}, {"1", "yes", "true", "on"}};
+  for (int on = 0; v && on < 2; on++)
+    for (int i = 0; i < 4; i++)
+      if (strcasecmp(v, words[on][i]) == 0) return on;
+  return -1;
+}
+
 static void warn_once(int *done, const char *what) {
   if (__atomic_exchange_n(done, 1, __ATOMIC_RELAXED)) return;
   /* HUGEPOOL_* read here as the option table reads them: ignored under
    * AT_SECURE (a setuid or setgid program). */
   const char *quiet = secure_getenv("HUGEPOOL_WARN");
-  if (quiet && strcmp(quiet, "0") == 0) return;
+  if (switch_value(quiet) == 0) return;
   (void)fprintf(stderr, "hugepool[%ld]: %s\n", (long)getpid(), what);
 }
 
@@ -270,7 +281,7 @@ static void free_window(shared_win *w) {
 
 static int win_shared_enabled(void) {
   const char *v = secure_getenv("HUGEPOOL_MPI_WIN_SHARED");
-  return v && strcmp(v, "1") == 0;
+  return switch_value(v) == 1;
 }
 
 /* Every rank of comm agrees: 1 if ok in all. */
