@@ -69,8 +69,9 @@ int main(int argc, char **argv) {
     if (argv[1][2] == 'v')
       printf("hugepool-demo %d.%d.%d\n", HUGEPOOL_VERSION_MAJOR, HUGEPOOL_VERSION_MINOR, HUGEPOOL_VERSION_PATCH);
     else
-      printf("usage: hugepool-demo [--version]\n\nMaps a 64 MiB buffer on 2 MB pages and shows from the kernel's "
-             "view (smaps)\nwhere it lives, then reuses it from the cache.\n");
+      printf(
+          "usage: hugepool-demo [--version]\n\nMaps a 64 MiB buffer on 2 MB pages and shows from the kernel's "
+          "view (smaps)\nwhere it lives, then reuses it from the cache.\n");
     return 0;
   }
   if (argc > 1) {

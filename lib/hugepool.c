@@ -139,9 +139,10 @@ void hp_report_shortage(size_t size, size_t page, int node) {
   char pool[400];
   hp_describe_shortage(pool, sizeof(pool), size, page, node);
   const char *advice = hp_shortage_advice ? hp_shortage_advice : "allow a fallback with HUGEPOOL_POLICY=thp|small";
-  hp_warn("cannot map %zu MiB on %s; or %s. A job: 'hugepool doctor --need SIZE --ranks N' (MPI: UCX takes 3 pages "
-          "per rank too). Reported once; every refused request is counted in the statistics",
-          size >> 20, pool, advice);
+  hp_warn(
+      "cannot map %zu MiB on %s; or %s. A job: 'hugepool doctor --need SIZE --ranks N' (MPI: UCX takes 3 pages "
+      "per rank too). Reported once; every refused request is counted in the statistics",
+      size >> 20, pool, advice);
 }
 
 /* The pool gets what is missing on top of what it holds: the number to
@@ -154,12 +155,12 @@ void hp_describe_shortage(char *buf, size_t len, size_t size, size_t page, int n
   char where[32] = "", knob[96];
   if (node >= 0) (void)snprintf(where, sizeof(where), " on node %d", node); /* cannot truncate */
   if (node >= 0)
-    (void)snprintf(knob, sizeof(knob), "/sys/devices/system/node/node%d/hugepages/hugepages-%zukB/nr_hugepages",
-                   node, page >> 10);
+    (void)snprintf(knob, sizeof(knob), "/sys/devices/system/node/node%d/hugepages/hugepages-%zukB/nr_hugepages", node,
+                   page >> 10);
   else
-    (void)snprintf(knob, sizeof(knob), "%s",
-                   page == HP_1G ? "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages"
-                                 : "/proc/sys/vm/nr_hugepages");
+    (void)snprintf(
+        knob, sizeof(knob), "%s",
+        page == HP_1G ? "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages" : "/proc/sys/vm/nr_hugepages");
   char reserve[48];
   int used = snprintf(reserve, sizeof(reserve), "hugepool-reserve %ld%s", need, page == HP_1G ? " --size 1G" : "");
   if (node >= 0 && used > 0 && (size_t)used < sizeof(reserve))

@@ -133,8 +133,7 @@ int option_parse(hp_option_id id, const char *text, bool preload, long long *val
   /* Below 64 KiB every small object of a program would take a 2 MB page
    * (with 0, a one-line python script held 182 MiB of hugetlb pages). */
   unsigned long long least = id == HP_OPT_THRESHOLD ? HP_THRESHOLD_MIN : 0;
-  if (bad || v > (unsigned long long)d->max || v < least ||
-      (id == HP_OPT_PAGE_SIZE && v != HP_2M && v != HP_1G)) {
+  if (bad || v > (unsigned long long)d->max || v < least || (id == HP_OPT_PAGE_SIZE && v != HP_2M && v != HP_1G)) {
     char lo[48], hi[48];
     option_format(id, (long long)least, lo, sizeof(lo));
     option_format(id, d->max, hi, sizeof(hi));

@@ -217,12 +217,12 @@ int hugepool_stats_snprint(char *buf, size_t len, hugepool_stats_format format) 
          (long)getpid(), rank_text, host, job[0] ? ", job " : "", job, HP_VERSION_TEXT, policy,
          hugepool_get_page_size() >> 10, pool_pages);
     char size[32];
-#define HP_TEXT(field, label)                                                 \
-  if (strstr(#field, "bytes")) {                                              \
-    human_size(size, sizeof(size), (unsigned long long)st.field);             \
-    emit(&s, "  %-32s %s\n", label, size);                                    \
-  } else {                                                                    \
-    emit(&s, "  %-32s %llu\n", label, (unsigned long long)st.field);          \
+#define HP_TEXT(field, label)                                        \
+  if (strstr(#field, "bytes")) {                                     \
+    human_size(size, sizeof(size), (unsigned long long)st.field);    \
+    emit(&s, "  %-32s %s\n", label, size);                           \
+  } else {                                                           \
+    emit(&s, "  %-32s %llu\n", label, (unsigned long long)st.field); \
   }
     HP_STAT_FIELDS(HP_TEXT)
 #undef HP_TEXT

@@ -92,9 +92,10 @@ static void usage(void) {
   }
   printf("  %-24s this text\n", "-h, --help");
   printf("  %-24s hugepool-run and its version\n\n", "    --version");
-  printf("A switch takes no value, or one joined by '=': yes/no, on/off, true/false\n"
-         "(any case) or 1/0, as in --small-heap=no.  FORMAT is text or json, joined by\n"
-         "'=' too (--stats=json): '-s json' is refused, as json would be the program.\n\n");
+  printf(
+      "A switch takes no value, or one joined by '=': yes/no, on/off, true/false\n"
+      "(any case) or 1/0, as in --small-heap=no.  FORMAT is text or json, joined by\n"
+      "'=' too (--stats=json): '-s json' is refused, as json would be the program.\n\n");
   printf("variables (the default under hugepool-run, then what it does):\n");
   for (int id = 0; id < HP_OPT_COUNT; id++) {
     const hp_option_desc *d = option_desc((hp_option_id)id);
