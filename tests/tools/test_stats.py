@@ -8,6 +8,7 @@ message buffers, with a pool that fits, an empty one and one too small.
 
 The merged numbers are checked against the per-rank files read here, and
 the peak pool use against the pool the job was given (the kernel's limit)."""
+import atexit
 import json
 import os
 import re
@@ -31,6 +32,7 @@ for _python in (sys.executable, "/usr/bin/python3"):
     if os.path.exists(_python) and _has_matplotlib(_python):
         _bin = os.path.join(tempfile.mkdtemp(prefix="hp-python-"), "python3")
         os.symlink(_python, _bin)
+        atexit.register(shutil.rmtree, os.path.dirname(_bin), True)  # leave nothing in /tmp
         os.environ["PATH"] = os.path.dirname(_bin) + os.pathsep + os.environ.get("PATH", "")
         break
 failures = []
