@@ -64,7 +64,20 @@ static void show_smaps(const void *p) {
   (void)fclose(f); /* read-only */
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc > 1 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "--help") == 0)) {
+    if (argv[1][2] == 'v')
+      printf("hugepool-demo %d.%d.%d\n", HUGEPOOL_VERSION_MAJOR, HUGEPOOL_VERSION_MINOR, HUGEPOOL_VERSION_PATCH);
+    else
+      printf(
+          "usage: hugepool-demo [--version]\n\nMaps a 64 MiB buffer on 2 MB pages and shows from the kernel's "
+          "view (smaps)\nwhere it lives, then reuses it from the cache.\n");
+    return 0;
+  }
+  if (argc > 1) {
+    (void)fprintf(stderr, "hugepool-demo: unknown argument '%s' (try --help)\n", argv[1]);
+    return 2;
+  }
   long old_total = read_number(kPool, NULL);
   long free_pages = read_number("/proc/meminfo", "HugePages_Free") - read_number("/proc/meminfo", "HugePages_Rsvd");
   int grew = 0;

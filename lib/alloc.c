@@ -290,7 +290,7 @@ static void *map_new(size_t requested, size_t size, int node, hugepool_kind kind
 
 static void count_failure(void) {
   pthread_mutex_lock(&hp_lock);
-  hp_stats.failures++;
+  if (!hp_short_backoff) hp_stats.failures++; /* else served elsewhere: counted there as a fallback */
   pthread_mutex_unlock(&hp_lock);
   errno = ENOMEM;
 }
@@ -483,7 +483,7 @@ void live_end_resize(const hp_block *was, const hp_block *now, hp_resize_outcome
   hp_stats.bytes_slack += (b.size - b.requested) - (was->size - was->requested);
   if (outcome == HP_RESIZE_GROWN) hp_stats.realloc_grows++;
   if (outcome == HP_RESIZE_SHRUNK) hp_stats.realloc_shrinks++;
-  if (outcome == HP_RESIZE_FAILED) hp_stats.failures++;
+  if (outcome == HP_RESIZE_FAILED && !hp_short_backoff) hp_stats.failures++;
   pthread_mutex_unlock(&hp_lock);
 }
 

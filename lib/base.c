@@ -82,21 +82,40 @@ void hp_report_shortage(size_t size, size_t page, int node) {
   hp_describe_shortage(pool, sizeof(pool), size, page, node);
   const char *advice = hp_shortage_advice ? hp_shortage_advice : "allow a fallback with HUGEPOOL_POLICY=thp|small";
   hp_warn(
-      "cannot map %zu MiB on %s ('hugepool doctor --need SIZE --ranks N' sizes it; MPI: UCX takes 3 pages per "
-      "rank too), or %s. Reported once; every refused request is counted in the statistics",
+      "cannot map %zu MiB on %s; or %s. A job: 'hugepool doctor --need SIZE --ranks N' (MPI: UCX takes 3 pages "
+      "per rank too). Reported once; every refused request is counted in the statistics",
       size >> 20, pool, advice);
 }
 
+/* The pool gets what is missing on top of what it holds: the number to
+ * write is its total now plus the pages short, for the whole node's pool or
+ * the one NUMA node asked for. */
 void hp_describe_shortage(char *buf, size_t len, size_t size, size_t page, int node) {
   long avail = os_pool_available(page, node);
   long total = os_pool_total(page, node);
-  char where[32] = "";
+  long need = (long)((size + page - 1) / page);
+  char where[32] = "", knob[96];
   if (node >= 0) (void)snprintf(where, sizeof(where), " on node %d", node); /* cannot truncate */
-  const char *knob =
-      page == HP_1G ? "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages" : "/proc/sys/vm/nr_hugepages";
-  (void)snprintf(buf, len,
-                 "%s hugetlb pages%s: need %zu pages, %ld free of %ld in the pool; reserve more with 'echo N > %s' "
-                 "(as root) or 'hugepool-reserve N%s'",
-                 page == HP_1G ? "1 GB" : "2 MB", where, size / page, avail, total, knob,
-                 page == HP_1G ? " --size 1G" : ""); /* truncation only shortens the message */
+  if (node >= 0)
+    (void)snprintf(knob, sizeof(knob), "/sys/devices/system/node/node%d/hugepages/hugepages-%zukB/nr_hugepages", node,
+                   page >> 10);
+  else
+    (void)snprintf(
+        knob, sizeof(knob), "%s",
+        page == HP_1G ? "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages" : "/proc/sys/vm/nr_hugepages");
+  char reserve[48];
+  int used = snprintf(reserve, sizeof(reserve), "hugepool-reserve %ld%s", need, page == HP_1G ? " --size 1G" : "");
+  if (node >= 0 && used > 0 && (size_t)used < sizeof(reserve))
+    (void)snprintf(reserve + used, sizeof(reserve) - (size_t)used, " --node %d", node);
+  if (avail >= 0 && total >= 0 && avail >= need) { /* taken meanwhile, or a cgroup's hugetlb limit */
+    (void)snprintf(buf, len,
+                   "%s hugetlb pages%s: need %ld pages, %ld free of %ld in the pool (enough now: another process "
+                   "took them meanwhile, or a cgroup hugetlb limit applies)",
+                   page == HP_1G ? "1 GB" : "2 MB", where, need, avail, total);
+    return;
+  }
+  long target = avail >= 0 && total >= 0 ? total + need - avail : need;
+  (void)snprintf(buf, len, "%s hugetlb pages%s: need %ld pages, %ld free of %ld; as root: echo %ld > %s (or: %s)",
+                 page == HP_1G ? "1 GB" : "2 MB", where, need, avail, total, target, knob,
+                 reserve); /* truncation only shortens the message */
 }

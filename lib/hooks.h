@@ -48,7 +48,10 @@ typedef struct hp_extra_stat {
   const char *key;   /* JSON key */
   const char *label; /* text label */
   unsigned long long value;
+  /* HP_EXTRA_BYTES: a size (human units in text); HP_EXTRA_ACTIVITY: non-zero means hugepool was asked */
+  unsigned flags;
 } hp_extra_stat;
+enum { HP_EXTRA_BYTES = 1, HP_EXTRA_ACTIVITY = 2 };
 extern HP_INTERNAL size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);
 /* The policy the statistics name (NULL: the core's); the preload's default
  * is "fallback" (to glibc), which the core does not know. */

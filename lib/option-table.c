@@ -14,9 +14,9 @@
 #define SIZE(var, def, most, text)                                                                      \
   {.name = (var), .type = HP_TYPE_SIZE, .default_value = (def), .preload_default = (def), .max = (most), \
    .help = (text)}
-#define NUMBER(var, def, most, text)                                                                       \
+#define NUMBER(var, def, most, what, text)                                                                 \
   {.name = (var), .type = HP_TYPE_NUMBER, .default_value = (def), .preload_default = (def), .max = (most), \
-   .help = (text)}
+   .unit = (what), .help = (text)}
 /* common: how many of the choices programs linked with the library accept
  * (0: all); the rest are the preload's alone. */
 #define CHOICE(var, def, preload_def, list, common, text)                                               \
@@ -32,7 +32,7 @@ static const hp_option_desc table[HP_OPT_COUNT] = {
                              "preload only: `fallback` (glibc serves a request the pool cannot, one warning per "
                              "process, every fallback counted; later requests try the pool again first)"),
     [HP_OPT_PAGE_SIZE] = SIZE("HUGEPOOL_PAGE_SIZE", (long long)HP_2M, (long long)HP_1G, "huge page size: `2M` or `1G`"),
-    [HP_OPT_CACHE_SLOTS] = NUMBER("HUGEPOOL_CACHE_SLOTS", 64, HP_CACHE_SLOTS_MAX,
+    [HP_OPT_CACHE_SLOTS] = NUMBER("HUGEPOOL_CACHE_SLOTS", 64, HP_CACHE_SLOTS_MAX, "buffers",
                                   "most freed buffers kept for reuse (0 disables the cache; at most 1048576)"),
     [HP_OPT_CACHE_BYTES] = SIZE("HUGEPOOL_CACHE_BYTES", 1LL << 30, 1LL << 50,
                                  "most bytes kept in freed buffers; in an MPI job, never beyond the rank's share of the "
@@ -85,9 +85,20 @@ static size_t choices_for(const hp_option_desc *d, bool preload, long long *coun
   return (size_t)(last - d->choices) + len;
 }
 
+/* A switch (choices "0|1..."): also yes/true/on and no/false/off, any case,
+ * as jemalloc's and mimalloc's boolean options read them. */
+static int switch_word(const char *choices, const char *text) {
+  static const char *const words[2][3] = {{"no", "false", "off"}, {"yes", "true", "on"}};
+  if (strncmp(choices, "0|1", 3) != 0 || (choices[3] != '\0' && choices[3] != '|')) return -1;
+  for (int v = 0; v < 2; v++)
+    for (int w = 0; w < 3; w++)
+      if (strcasecmp(text, words[v][w]) == 0) return v;
+  return -1;
+}
+
 int option_parse(hp_option_id id, const char *text, bool preload, long long *value, char *expected, size_t len) {
   const hp_option_desc *d = &table[id];
-  const char *what = NULL;
+  bool bad = false;
   unsigned long long v = 0;
   switch (d->type) {
     case HP_TYPE_TEXT: *value = 0; return 0;
@@ -102,26 +113,36 @@ int option_parse(hp_option_id id, const char *text, bool preload, long long *val
           return 0;
         }
       }
-      (void)snprintf(expected, len, "%.*s", (int)span, d->choices);
+      int word = switch_word(d->choices, text);
+      if (word >= 0) {
+        *value = word;
+        return 0;
+      }
+      (void)snprintf(expected, len, "%.*s%s", (int)span, d->choices,
+                     switch_word(d->choices, "on") >= 0 ? ", or yes/no, true/false, on/off" : "");
       return -1;
     }
     case HP_TYPE_NUMBER: {
       const char *p = text;
       while (*p >= '0' && *p <= '9' && v <= (unsigned long long)d->max) v = v * 10 + (unsigned)(*p++ - '0');
-      if (p == text || *p != '\0') what = (*p >= '0' && *p <= '9') ? "a value in range" : "a whole number";
+      bad = p == text || *p != '\0';
       break;
     }
-    case HP_TYPE_SIZE:
-      if (hp_parse_size(text, &v) != 0) what = "a size such as 512M or 2G";
-      break;
+    case HP_TYPE_SIZE: bad = hp_parse_size(text, &v) != 0; break;
   }
-  if (!what && v > (unsigned long long)d->max) what = "a value in range";
-  if (!what && id == HP_OPT_PAGE_SIZE && v != HP_2M && v != HP_1G) what = "2M or 1G";
   /* Below 64 KiB every small object of a program would take a 2 MB page
    * (with 0, a one-line python script held 182 MiB of hugetlb pages). */
-  if (!what && id == HP_OPT_THRESHOLD && v < HP_THRESHOLD_MIN) what = "a size of at least 64K";
-  if (what) {
-    (void)snprintf(expected, len, "%s", what);
+  unsigned long long least = id == HP_OPT_THRESHOLD ? HP_THRESHOLD_MIN : 0;
+  if (bad || v > (unsigned long long)d->max || v < least || (id == HP_OPT_PAGE_SIZE && v != HP_2M && v != HP_1G)) {
+    char lo[48], hi[48];
+    option_format(id, (long long)least, lo, sizeof(lo));
+    option_format(id, d->max, hi, sizeof(hi));
+    if (id == HP_OPT_PAGE_SIZE)
+      (void)snprintf(expected, len, "2M or 1G");
+    else if (d->type == HP_TYPE_NUMBER)
+      (void)snprintf(expected, len, "a whole number of %s from %s to %s", d->unit ? d->unit : "units", lo, hi);
+    else
+      (void)snprintf(expected, len, "a size in bytes from %s to %s, suffixes K M G T", lo, hi);
     return -1;
   }
   *value = (long long)v;
@@ -140,7 +161,9 @@ void option_format(hp_option_id id, long long value, char *buf, size_t len) {
     unsigned long long v = (unsigned long long)value;
     const char *unit = "";
     if (d->type == HP_TYPE_SIZE) {
-      if (v && v % (1ULL << 30) == 0)
+      if (v && v % (1ULL << 40) == 0)
+        v >>= 40, unit = "T";
+      else if (v && v % (1ULL << 30) == 0)
         v >>= 30, unit = "G";
       else if (v && v % (1ULL << 20) == 0)
         v >>= 20, unit = "M";

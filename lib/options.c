@@ -71,7 +71,7 @@ static void parse_one(hp_option_id id) {
     hp_warn("%s is longer than %d bytes; ignored", d->name, 4095);
     return;
   }
-  char expected[64];
+  char expected[96];
   long long value = 0;
   if (option_parse(id, text, preload_defaults, &value, expected, sizeof(expected)) != 0) {
     char def[48];

@@ -53,6 +53,7 @@ typedef struct hp_option_desc {
   long long max;       /* HP_TYPE_SIZE / HP_TYPE_NUMBER: largest accepted value */
   const char *choices; /* HP_TYPE_CHOICE: "a|b|c", matched without case */
   const char *help;    /* one line, Markdown (`code`) */
+  const char *unit;    /* HP_TYPE_NUMBER: what it counts, for messages */
   hp_option_type type;
   int common_choices; /* > 0: outside the preload only the first this many */
 } hp_option_desc;

@@ -20,7 +20,9 @@
 size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);
 const char *hp_stats_policy_label;
 
-/* One row per counter: the text and the JSON output come from this table. */
+/* One row per counter: the text and the JSON output come from this table.
+ * Counters whose name has "bytes" in it are sizes: bytes in JSON, KiB, MiB,
+ * GiB in text (human_size). */
 #define HP_STAT_FIELDS(X)                                  \
   X(allocs, "allocations")                                 \
   X(frees, "frees")                                        \
@@ -68,6 +70,19 @@ typedef struct {
   char *buf;
   size_t len, need;
 } sink;
+
+/* A size as people read it: "512 B", "64 KiB", "1.5 GiB" (one decimal when
+ * not whole); the JSON keeps the exact bytes. */
+static void human_size(char *out, size_t len, unsigned long long v) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (u < 5 && v >= (1ULL << (10 * (u + 1)))) u++;
+  unsigned long long unit = 1ULL << (10 * u);
+  if (v % unit == 0)
+    (void)snprintf(out, len, "%llu %s", v / unit, units[u]);
+  else
+    (void)snprintf(out, len, "%.1f %s", (double)v / (double)unit, units[u]);
+}
 
 static void emit(sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void emit(sink *s, const char *fmt, ...) {
@@ -140,10 +155,24 @@ int hugepool_stats_snprint(char *buf, size_t len, hugepool_stats_format format) 
     emit(&s, "hugepool statistics (pid %ld%s, host %s%s%s, version %s, policy %s, page size %zu KiB, pool pages %ld)\n",
          (long)getpid(), rank_text, host, job[0] ? ", job " : "", job, HP_VERSION_TEXT, policy,
          hugepool_get_page_size() >> 10, pool_pages);
-#define HP_TEXT(field, label) emit(&s, "  %-32s %llu\n", label, (unsigned long long)st.field);
+    char size[32];
+#define HP_TEXT(field, label)                                        \
+  if (strstr(#field, "bytes")) {                                     \
+    human_size(size, sizeof(size), (unsigned long long)st.field);    \
+    emit(&s, "  %-32s %s\n", label, size);                           \
+  } else {                                                           \
+    emit(&s, "  %-32s %llu\n", label, (unsigned long long)st.field); \
+  }
     HP_STAT_FIELDS(HP_TEXT)
 #undef HP_TEXT
-    for (size_t i = 0; i < n_extra; i++) emit(&s, "  %-32s %llu\n", extra[i].label, extra[i].value);
+    for (size_t i = 0; i < n_extra; i++) {
+      if (extra[i].flags & HP_EXTRA_BYTES) {
+        human_size(size, sizeof(size), extra[i].value);
+        emit(&s, "  %-32s %s\n", extra[i].label, size);
+      } else {
+        emit(&s, "  %-32s %llu\n", extra[i].label, extra[i].value);
+      }
+    }
   }
   return (int)s.need;
 }
@@ -196,13 +225,17 @@ void stats_print_at_exit(void) {
   const char *pattern = option_get_string(HP_OPT_STATS_FILE);
   if (mode == HP_STATS_OFF && !pattern) return;
   /* A process that never asked hugepool for memory (mpiexec or its proxy
-   * under a wrapped launcher, a shell) writes no file: it has nothing to
-   * report, and its "norank" file would overwrite another's. */
-  if (pattern) {
-    hugepool_stats st;
-    hugepool_get_stats(&st);
-    if (st.allocs == 0 && st.failures == 0) return;
-  }
+   * under a wrapped launcher, a shell, the dozen helpers a pyenv shim runs)
+   * prints nothing and writes no file: it has nothing to report, its
+   * all-zero block would bury the ranks' own, and its "norank" file would
+   * overwrite another's.  Asked includes refused and fallen back. */
+  hugepool_stats st;
+  hugepool_get_stats(&st);
+  bool asked = st.allocs != 0 || st.failures != 0;
+  hp_extra_stat extra[16];
+  size_t n_extra = hp_stats_extra && !asked ? hp_stats_extra(extra, sizeof(extra) / sizeof(extra[0])) : 0;
+  for (size_t i = 0; i < n_extra; i++) asked = asked || ((extra[i].flags & HP_EXTRA_ACTIVITY) && extra[i].value);
+  if (!asked) return;
   char text[4096];
   int n = hugepool_stats_snprint(text, sizeof(text),
                                  mode == HP_STATS_JSON_AT_EXIT ? HUGEPOOL_STATS_JSON : HUGEPOOL_STATS_TEXT);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "hooks.h"
@@ -37,7 +38,7 @@ typedef struct flag {
 static const flag flags[] = {
     {"-t, --threshold SIZE", "threshold", NULL, HP_OPT_THRESHOLD, 't', true},
     {"-p, --policy P", "policy", NULL, HP_OPT_POLICY, 'p', true},
-    {"-s, --stats[=FORMAT]", "stats", "1", HP_OPT_STATS, 's', false},
+    {"-s, --stats[=FORMAT]", "stats", "1", HP_OPT_STATS, 's', false}, /* -s alone: no value */
     {"-o, --stats-file PAT", "stats-file", NULL, HP_OPT_STATS_FILE, 'o', true},
     {"    --small-heap", "small-heap", "1", HP_OPT_SMALL_HEAP, 0, false},
     {"    --fork MODE", "fork", NULL, HP_OPT_FORK, 0, true},
@@ -86,10 +87,15 @@ static void usage(void) {
     const flag *f = &flags[i];
     printf("  %-24s %s", f->spelling, option_desc(f->id)->name);
     if (f->fixed) printf("=%s", f->fixed);
-    if (f->id == HP_OPT_STATS) printf(" (text), or json");
+    if (f->id == HP_OPT_STATS) printf(" (text); --stats=json: json");
     putchar('\n');
   }
-  printf("  %-24s this text\n\n", "-h, --help");
+  printf("  %-24s this text\n", "-h, --help");
+  printf("  %-24s hugepool-run and its version\n\n", "    --version");
+  printf(
+      "A switch takes no value, or one joined by '=': yes/no, on/off, true/false\n"
+      "(any case) or 1/0, as in --small-heap=no.  FORMAT is text or json, joined by\n"
+      "'=' too (--stats=json): '-s json' is refused, as json would be the program.\n\n");
   printf("variables (the default under hugepool-run, then what it does):\n");
   for (int id = 0; id < HP_OPT_COUNT; id++) {
     const hp_option_desc *d = option_desc((hp_option_id)id);
@@ -118,7 +124,7 @@ static void die(const char *fmt, ...) {
 static void set_option(const flag *f, const char *value) {
   const char *name = option_desc(f->id)->name;
   if (f->id == HP_OPT_STATS && strcmp(value, "text") == 0) value = "1";
-  char expected[64];
+  char expected[96];
   long long parsed = 0;
   if (*value == '\0') die("option --%s needs a value", f->long_name);
   if (option_parse(f->id, value, true, &parsed, expected, sizeof(expected)) != 0) {
@@ -153,6 +159,17 @@ static const flag *find_short(char c) {
   return NULL;
 }
 
+/* A switch given a value (--small-heap=no, --quiet=off): the value as
+ * HUGEPOOL_* reads it, with the library's own words for yes and no. */
+static const char *switch_value(const flag *f, const char *value) {
+  long long on = 0;
+  char expected[96];
+  if (option_parse(HP_OPT_SMALL_HEAP, value, true, &on, expected, sizeof(expected)) != 0)
+    die("bad value '%s' for --%s (expected %s)", value, f->long_name, expected);
+  if (strcmp(f->fixed, "0") == 0) on = !on; /* --quiet sets HUGEPOOL_WARN=0 */
+  return on ? "1" : "0";
+}
+
 /* Applies the options; returns the index of the program in argv. */
 static int parse_command_line(int argc, char **argv) {
   int i = 1;
@@ -162,6 +179,10 @@ static int parse_command_line(int argc, char **argv) {
     if (a[0] != '-') return i;
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       usage();
+      exit(0);
+    }
+    if (strcmp(a, "--version") == 0) {
+      printf("hugepool-run %d.%d.%d\n", HUGEPOOL_VERSION_MAJOR, HUGEPOOL_VERSION_MINOR, HUGEPOOL_VERSION_PATCH);
       exit(0);
     }
     const flag *f = NULL;
@@ -181,7 +202,15 @@ static int parse_command_line(int argc, char **argv) {
       if (strcmp(argv[i], "--") == 0) die("option %s needs a value before '--'", a);
       inline_value = argv[i++];
     }
-    if (!f->takes_value && inline_value && f->id != HP_OPT_STATS) die("option --%s takes no value", f->long_name);
+    /* `-s json` would run a program called json with text statistics: the
+     * format is joined to the option (--stats=json), never the next word. */
+    if (f->id == HP_OPT_STATS && !inline_value && i < argc &&
+        (strcasecmp(argv[i], "json") == 0 || strcasecmp(argv[i], "text") == 0)) {
+      die("%s takes no separate value: write --stats=%s for %s statistics, or '%s -- %s' to run a program "
+          "called %s",
+          a, argv[i], argv[i], a, argv[i], argv[i]);
+    }
+    if (!f->takes_value && inline_value && f->id != HP_OPT_STATS) inline_value = switch_value(f, inline_value);
     set_option(f, inline_value ? inline_value : f->fixed);
   }
   return i;
@@ -223,7 +252,7 @@ static const char *library_path(const char *variable, const char *from_bin, cons
 static const char *mpi_library(void) {
   const char *mode = getenv(option_desc(HP_OPT_MPI)->name);
   long long value = HP_MPI_AUTO;
-  char expected[64];
+  char expected[96];
   if (mode && option_parse(HP_OPT_MPI, mode, true, &value, expected, sizeof(expected)) != 0) {
     die("bad value '%s' for HUGEPOOL_MPI (expected %s)", mode, expected);
   }

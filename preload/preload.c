@@ -78,19 +78,21 @@ static size_t extra_stats(hp_extra_stat *out, size_t max) {
   sh_counters sh = {0};
   if (atomic_load(&hpl_small_heap_on)) sh_stats(&sh);
   hp_extra_stat all[] = {
-      {"preload_threshold", "preload: threshold (bytes)", atomic_load(&hpl_threshold)},
-      {"kernel_private_hugetlb_kib", "kernel: Private_Hugetlb (KiB)", kernel_hugetlb_kib()},
-      {"preload_huge_allocs", "preload: requests to hugepool", huge_count()},
-      {"preload_fallbacks", "preload: fallbacks to glibc", atomic_load(&ctr.n_fallback)},
-      {"preload_fallback_bytes", "preload: bytes fallen back", atomic_load(&ctr.bytes_fallback)},
-      {"preload_strict_failures", "preload: large requests refused", atomic_load(&ctr.n_strict_failures)},
-      {"preload_pages_split", "preload: 2 MB pages split to 4 KB (mprotect/madvise)", split_count()},
-      {"preload_deepbind_stripped", "preload: dlopen RTLD_DEEPBIND taken off", atomic_load(&hpl_deepbind_stripped)},
-      {"small_heap_chunks", "small heap: 2 MB chunks", sh.chunks},
-      {"small_heap_chunks_peak", "small heap: 2 MB chunks (peak)", sh.chunks_peak},
-      {"small_heap_chunks_returned", "small heap: chunks given back to the pool", sh.chunks_returned},
-      {"small_heap_bytes", "small heap: bytes in jemalloc's extents", sh.bytes_in_extents},
-      {"small_heap_fallbacks", "small heap: requests given to glibc (pool short)", atomic_load(&ctr.n_small_fallback)},
+      {"preload_threshold", "preload: threshold", atomic_load(&hpl_threshold), HP_EXTRA_BYTES},
+      {"kernel_private_hugetlb_bytes", "kernel: Private_Hugetlb", kernel_hugetlb_kib() << 10, HP_EXTRA_BYTES},
+      {"preload_huge_allocs", "preload: requests to hugepool", huge_count(), HP_EXTRA_ACTIVITY},
+      {"preload_fallbacks", "preload: fallbacks to glibc", atomic_load(&ctr.n_fallback), HP_EXTRA_ACTIVITY},
+      {"preload_fallback_bytes", "preload: bytes fallen back", atomic_load(&ctr.bytes_fallback), HP_EXTRA_BYTES},
+      {"preload_strict_failures", "preload: large requests refused", atomic_load(&ctr.n_strict_failures),
+       HP_EXTRA_ACTIVITY},
+      {"preload_pages_split", "preload: 2 MB pages split to 4 KB (mprotect/madvise)", split_count(), 0},
+      {"preload_deepbind_stripped", "preload: dlopen RTLD_DEEPBIND taken off", atomic_load(&hpl_deepbind_stripped), 0},
+      {"small_heap_chunks", "small heap: 2 MB chunks", sh.chunks, HP_EXTRA_ACTIVITY},
+      {"small_heap_chunks_peak", "small heap: 2 MB chunks (peak)", sh.chunks_peak, 0},
+      {"small_heap_chunks_returned", "small heap: chunks given back to the pool", sh.chunks_returned, 0},
+      {"small_heap_bytes", "small heap: bytes in jemalloc's extents", sh.bytes_in_extents, HP_EXTRA_BYTES},
+      {"small_heap_fallbacks", "small heap: requests given to glibc (pool short)", atomic_load(&ctr.n_small_fallback),
+       HP_EXTRA_ACTIVITY},
   };
   size_t n = sizeof(all) / sizeof(all[0]);
   if (!atomic_load(&hpl_small_heap_on)) n -= 5;
@@ -140,13 +142,15 @@ static inline bool ready(void) {
  * one that falls back too is counted, not reported. */
 static void report_fallback(size_t size) {
   if (atomic_exchange(&shortage_reported, true) || option_get(HP_OPT_WARN) == 0) return; /* -q, HUGEPOOL_WARN=0 */
-  char line[512];
+  size_t page = hugepool_get_page_size();
+  char pool[400], line[1024];
+  hp_describe_shortage(pool, sizeof(pool), size, page, -1);
   int n = snprintf(line, sizeof(line),
-                   "hugepool-preload[%ld]: hugetlb pool short (%ld free 2 MB pages) for a %zu KiB request: this "
-                   "request falls back to glibc malloc; later requests try the pool again first (each fallback is "
-                   "counted in the statistics, this line is printed once). Size the pool with 'hugepool doctor "
-                   "--need SIZE --ranks N' (MPI: UCX takes 3 pages per rank too); --policy strict fails instead\n",
-                   (long)getpid(), hugepool_pool_free_pages(-1), size >> 10);
+                   "hugepool-preload[%ld]: cannot map %zu MiB on %s. This request falls back to glibc malloc; later "
+                   "requests try the pool again first (each fallback is counted in the statistics, this line is "
+                   "printed once). A job: 'hugepool doctor --need SIZE --ranks N' (MPI: UCX takes 3 pages per rank "
+                   "too); --policy strict fails instead\n",
+                   (long)getpid(), ((size + page - 1) / page * page) >> 20, pool);
   if (n > 0) os_write_stderr(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
@@ -188,12 +192,13 @@ static void count_small_fallback(void) {
   if (atomic_load_explicit(&ctr.small_shortage_reported, memory_order_relaxed) ||
       atomic_exchange(&ctr.small_shortage_reported, true) || option_get(HP_OPT_WARN) == 0)
     return;
-  char line[400];
+  char pool[400], line[700];
+  hp_describe_shortage(pool, sizeof(pool), HP_2M, HP_2M, -1);
   int n = snprintf(line, sizeof(line),
-                   "hugepool-preload[%ld]: hugetlb pool short for the small heap (%ld free 2 MB pages): small "
-                   "requests fall back to glibc malloc until the pool has pages again (each one is counted in the "
-                   "statistics, this line is printed once)\n",
-                   (long)getpid(), hugepool_pool_free_pages(-1));
+                   "hugepool-preload[%ld]: cannot map a 2 MiB chunk for the small heap on %s. Small requests fall "
+                   "back to glibc malloc until the pool has pages again (each one is counted in the statistics, this "
+                   "line is printed once)\n",
+                   (long)getpid(), pool);
   if (n > 0) os_write_stderr(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 

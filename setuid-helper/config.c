@@ -32,11 +32,25 @@ int reserve_load_config(struct reserve_config *c, char *err, size_t errlen) {
   memcpy(dir, RESERVE_CONF_FILE, sizeof dir);
   slash = strrchr(dir, '/');
   if (slash != NULL && slash != dir) *slash = '\0';
+  if (lstat(dir, &st) != 0 && errno == ENOENT) {
+    snprintf(err, errlen,
+             "config directory %s is missing: hugepool-reserve is not set up on this node (an administrator "
+             "installs the hugepool-helper package, or runs setuid-helper/install.sh as root)",
+             dir);
+    return -1;
+  }
   if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || !owned_by_root_not_writable(&st)) {
     snprintf(err, errlen, "config directory %s must be a root-owned directory not writable by group or others", dir);
     return -1;
   }
   fd = open(RESERVE_CONF_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0 && errno == ENOENT) {
+    snprintf(err, errlen,
+             "config %s is missing: hugepool-reserve is not set up on this node (an administrator installs the "
+             "hugepool-helper package, or runs setuid-helper/install.sh as root)",
+             RESERVE_CONF_FILE);
+    return -1;
+  }
   if (fd < 0) {
     snprintf(err, errlen, "cannot open config %s: %s", RESERVE_CONF_FILE, strerror(errno));
     return -1;

@@ -9,7 +9,8 @@
  *     everything.
  *  2. Only members of the config's group (or root) may ask; with
  *     require_job, only owners of a job on the node (root-owned registry
- *     entries only).
+ *     entries only).  Others get --status's pool figures (world-readable
+ *     sysfs numbers) and no more: no lock, no grant table, no cgroup.
  *  3. Every limit is computed from the kernel's numbers at the time of the
  *     request, under the lock: max_pages per user, max_fraction and
  *     min_free_mb for the machine and for a --node grant's node.
@@ -49,7 +50,10 @@ int reserve_authorize(const struct reserve_config *c, const struct reserve_calle
   member = who->gid == gr->gr_gid;
   for (i = 0; i < who->ngroups && !member; i++) member = who->groups[i] == gr->gr_gid;
   if (!member) {
-    snprintf(err, errlen, "you are not in group '%s'", c->group);
+    snprintf(err, errlen,
+             "you are not in group '%s', whose members may reserve pages: ask your administrator to add you to "
+             "'%s' (--status works without it)",
+             c->group, c->group);
     return -1;
   }
   if (c->require_job && !reserve_user_has_job(who->uid, 0)) {
@@ -382,5 +386,14 @@ int reserve_status(const struct reserve_caller *who, int fd) {
   }
   if (!any) dprintf(fd, "  none\n");
   status_job(who, fd);
+  return RESERVE_OK;
+}
+
+/* --status for a caller refused by reserve_authorize: the pool figures
+ * alone (what sysfs shows everyone), then why there is no more. */
+int reserve_status_pool(int fd, const char *why) {
+  status_size(fd, RESERVE_PAGE_2M);
+  status_size(fd, RESERVE_PAGE_1G);
+  dprintf(fd, "your grants: not shown: %s\n", why);
   return RESERVE_OK;
 }

@@ -114,6 +114,7 @@ int reserve_grant(const struct reserve_config *c, const struct reserve_caller *w
                   char *msg, size_t msglen);
 int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen);
 int reserve_status(const struct reserve_caller *who, int fd);
+int reserve_status_pool(int fd, const char *why);
 /* Slurm job registry (root only): who owns which job on this node. */
 int reserve_job_register(unsigned long job, uid_t uid);
 int reserve_job_unregister(unsigned long job);

@@ -111,3 +111,85 @@ TEST_CASE("HUGEPOOL_STATS prints text or JSON at exit, HUGEPOOL_STATS_FILE write
   std::string ignore;
   run(std::string("rm -rf ") + dir, ignore);
 }
+
+TEST_CASE("a number out of range is refused with its range and unit", "[options]") {
+  kv::PoolGuard pool(4);
+  std::string out = probe("HUGEPOOL_CACHE_SLOTS=2000000 HUGEPOOL_CACHE_BYTES=2000T");
+  CHECK(out.find("HUGEPOOL_CACHE_SLOTS='2000000' is not valid (expected a whole number of buffers from 0 to "
+                 "1048576); using the default 64") != std::string::npos);
+  CHECK(out.find("HUGEPOOL_CACHE_BYTES='2000T' is not valid (expected a size in bytes from 0 to 1024T") !=
+        std::string::npos);
+  CHECK(out.find("in range") == std::string::npos);
+  // Every numeric option names its range and unit, in the library and the preload.
+  for (int id = 0; id < HP_OPT_COUNT; id++) {
+    const hp_option_desc *d = option_desc(static_cast<hp_option_id>(id));
+    if (d->type != HP_TYPE_SIZE && d->type != HP_TYPE_NUMBER) continue;
+    for (bool preload : {false, true}) {
+      char expected[96] = "";
+      long long v = 0;
+      INFO(d->name);
+      REQUIRE(option_parse(static_cast<hp_option_id>(id), "99999999999999999T", preload, &v, expected,
+                           sizeof(expected)) == -1);
+      std::string e = expected;
+      INFO(e);
+      if (id == HP_OPT_PAGE_SIZE) {
+        CHECK(e == "2M or 1G");
+        continue;
+      }
+      CHECK(e.find(" from ") != std::string::npos);
+      CHECK(e.find(" to ") != std::string::npos);
+      CHECK(e.find(d->type == HP_TYPE_SIZE ? "bytes" : d->unit) != std::string::npos);
+    }
+  }
+  char expected[96] = "";
+  long long v = 0;
+  CHECK(option_parse(HP_OPT_THRESHOLD, "1K", true, &v, expected, sizeof(expected)) == -1);
+  CHECK(std::string(expected).find("from 64K to ") != std::string::npos);
+}
+
+TEST_CASE("a switch takes yes/no, true/false, on/off in any case and 1/0", "[options]") {
+  int switches = 0;
+  for (int id = 0; id < HP_OPT_COUNT; id++) {
+    const hp_option_desc *d = option_desc(static_cast<hp_option_id>(id));
+    if (d->type != HP_TYPE_CHOICE || std::string(d->choices).rfind("0|1", 0) != 0) continue;
+    switches++;
+    INFO(d->name);
+    for (const char *on : {"1", "yes", "YES", "True", "on", "ON"}) {
+      long long v = -1;
+      char expected[96];
+      CHECK(option_parse(static_cast<hp_option_id>(id), on, true, &v, expected, sizeof(expected)) == 0);
+      CHECK(v == 1);
+    }
+    for (const char *off : {"0", "no", "No", "false", "FALSE", "off", "Off"}) {
+      long long v = -1;
+      char expected[96];
+      CHECK(option_parse(static_cast<hp_option_id>(id), off, false, &v, expected, sizeof(expected)) == 0);
+      CHECK(v == 0);
+    }
+    long long v = -1;
+    char expected[96] = "";
+    CHECK(option_parse(static_cast<hp_option_id>(id), "maybe", true, &v, expected, sizeof(expected)) == -1);
+    CHECK(std::string(expected).find("yes/no") != std::string::npos);
+  }
+  CHECK(switches >= 4);  // HUGEPOOL_STATS, _WARN, _SMALL_HEAP, _MPI_WIN_SHARED
+  kv::PoolGuard pool(4);
+  std::string out = probe("HUGEPOOL_STATS=yes", "2097152 1");
+  CHECK(out.find("hugepool statistics") != std::string::npos);
+  out = probe("HUGEPOOL_STATS=On HUGEPOOL_WARN=off HUGEPOOL_CACHE_BYTES=lots", "2097152 1");
+  CHECK(out.find("hugepool statistics") != std::string::npos);
+  CHECK(out.find("is not valid") == std::string::npos);  // HUGEPOOL_WARN=off silenced it
+}
+
+TEST_CASE("a process that made no hugepool allocation prints no statistics", "[options][stats]") {
+  kv::PoolGuard pool(4);
+  std::string out = probe("HUGEPOOL_STATS=1", "2097152 0");
+  CHECK(out.find("policy strict") != std::string::npos);
+  CHECK(out.find("hugepool statistics") == std::string::npos);
+  out = probe("HUGEPOOL_STATS=json", "2097152 0");
+  CHECK(out.find("\"allocs\"") == std::string::npos);
+  // Sizes read in human units in the text, in bytes in the JSON.
+  out = probe("HUGEPOOL_STATS=1", "4194304 1");
+  CHECK(out.find("bytes mapped (peak)              4 MiB") != std::string::npos);
+  out = probe("HUGEPOOL_STATS=json", "4194304 1");
+  CHECK(out.find("\"bytes_mapped_peak\": 4194304") != std::string::npos);
+}

@@ -26,6 +26,7 @@ go plain
 go run "$run" --
 go win "$run" --mpi-win-shared --
 go off "$run" --mpi off --
+go winyes env HUGEPOOL_MPI_WIN_SHARED=Yes "$run" -- # the switch's words, read by the MPI entry points
 cmp -s "$work/plain.result" "$work/run.result" || fail "hugepool-run changed the results"
 cmp -s "$work/plain.result" "$work/win.result" || fail "--mpi-win-shared changed the results"
 cmp -s "$work/plain.result" "$work/off.result" || fail "--mpi off changed the results"
@@ -41,6 +42,8 @@ cmp -s "$work/plain.result" "$work/off.result" || fail "--mpi off changed the re
 # opt-in: the window on 2 MB hugetlb pages shared by every rank
 [[ $(grep -c 'pages win 2048 shared_hugetlb 2048$' "$work/win") -eq $np ]] ||
   fail "--mpi-win-shared: window not on shared hugetlb pages"
+[[ $(grep -c 'pages win 2048 shared_hugetlb 2048$' "$work/winyes") -eq $np ]] ||
+  fail "HUGEPOOL_MPI_WIN_SHARED=Yes: window not on shared hugetlb pages"
 [[ $(avail) -eq $want ]] || fail "pool at $(avail) after the runs, not $want"
 
 echo "unmodified.sh with $np ranks: ok"

@@ -134,6 +134,20 @@ set_pool 0 0
 as_nobody 1
 expect_rc 1 "group: a non-member is refused"
 expect_err "not in group 'users'" "group message"
+expect_err "ask your administrator to add you to 'users'" "group message: which group to ask for"
+# --status is let through for a non-member: the pool's figures (what sysfs
+# shows everyone) and the reason, no grants, and no lock taken (a holder of
+# the lock does not make it wait).
+exec 8>>"$FAKE/var/lib/hugepool/lock"
+flock -x 8
+as_nobody --status
+flock -u 8
+exec 8>&-
+expect_rc 0 "group: a non-member's --status is let through"
+grep -q '2048 kB pages, all nodes: total 0 free 0' <<<"$OUT" || fail "non-member --status lacks the pool: $OUT"
+grep -q "your grants: not shown: you are not in group 'users'" <<<"$OUT" && ! grep -q 'your grants (uid' <<<"$OUT" ||
+  fail "non-member --status shows grants or no reason: $OUT"
+pass "group: a non-member's --status shows the pool and the group to ask for, no grants, without the lock"
 set +e
 OUT=$(setpriv --reuid=65534 --regid=65534 --groups=100 "$HELPER" 3 2>&1)
 RC=$?
@@ -142,6 +156,27 @@ expect_eq "$RC/$(nr)" "0/3" "group: a supplementary member is allowed"
 sed -i 's/^group users/group no-such-group/' "$conf"
 as_nobody 4
 expect_err "does not exist" "group: a missing group is refused"
+
+# --- no configuration: said to be missing, with how to install it ---
+mv "$FAKE/etc/hugepool" "$FAKE/etc/hugepool.away"
+as_nobody 1
+expect_rc 1 "no config directory: refused"
+expect_err "config directory $FAKE/etc/hugepool is missing" "no config directory: said to be missing"
+expect_err "hugepool-helper package, or runs setuid-helper/install.sh" "no config directory: how to install it"
+! grep -q "must be a root-owned" <<<"$ERR" || fail "a missing directory called not root-owned: $ERR"
+as_nobody --status
+expect_err "is missing" "no config directory: --status says so too"
+mkdir -m 0755 "$FAKE/etc/hugepool"
+as_nobody 1
+expect_err "config $FAKE/etc/hugepool/reserve.conf is missing" "no config file: said to be missing"
+rmdir "$FAKE/etc/hugepool"
+mv "$FAKE/etc/hugepool.away" "$FAKE/etc/hugepool"
+set +e
+OUT=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$HELPER" --version 2>&1)
+RC=$?
+set -e
+[[ $RC == 0 && $OUT =~ ^hugepool-reserve\ [0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "--version: rc $RC: $OUT"
+pass "--version: $OUT"
 
 # --- require_job ---
 write_conf <<CONF

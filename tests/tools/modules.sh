@@ -5,13 +5,21 @@
 # reads Lua and Tcl modulefiles) `module load hugepool` puts hugepool-run,
 # the man pages, find_package(hugepool) and pkg-config in reach, and
 # `module load hugepool-preload` runs every program under the interposer
-# until it is unloaded.  Once with the Lua files, once with the Tcl ones.
+# until it is unloaded.  Once with the Lua files, once with the Tcl ones,
+# and the Tcl ones again with Debian's environment-modules (modulecmd.tcl:
+# installed, or unpacked by .ci/deps, since its package conflicts with lmod).
 #   modules.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 build=$1
 src=$2
 init=/usr/share/lmod/lmod/init/bash
-[[ -f $init ]] || { echo "skip: Lmod is not installed (bash .ci/deps installs lmod)"; exit 77; }
+modulecmd=
+for m in "${HUGEPOOL_TEST_MODULECMD:-}" /usr/lib/x86_64-linux-gnu/modulecmd.tcl /usr/share/modules/libexec/modulecmd.tcl \
+  /opt/hugepool-ci/environment-modules/usr/lib/x86_64-linux-gnu/modulecmd.tcl; do
+  [[ -n $m && -f $m ]] && { modulecmd=$m; break; }
+done
+[[ -f $init || -n $modulecmd ]] ||
+  { echo "skip: neither Lmod nor environment-modules is installed (bash .ci/deps installs both)"; exit 77; }
 fails=0
 pass() { echo "ok   $*"; }
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
@@ -24,14 +32,18 @@ for f in share/lmod/modulefiles/hugepool share/modulefiles/hugepool; do
   [[ -n $(ls "$p/$f" 2>/dev/null) ]] && pass "installed $f/" || fail "no $f/ in the prefix"
 done
 
-check_flavour() { # $1: lua|tcl, $2: module directory
-  local kind=$1 dir=$2
+check_flavour() { # $1: lua|tcl, $2: module directory, $3: lmod or a modulecmd.tcl
+  local kind=$1 dir=$2 impl=${3:-lmod}
   (
-    unset CMAKE_PREFIX_PATH PKG_CONFIG_PATH LD_PRELOAD MODULEPATH LOADEDMODULES _LMFILES_
+    unset CMAKE_PREFIX_PATH PKG_CONFIG_PATH LD_PRELOAD MODULEPATH LOADEDMODULES _LMFILES_ MODULESHOME
     for v in $(env | grep -o '^HUGEPOOL_[A-Z0-9_]*'); do unset "$v"; done
     export PATH=/usr/bin:/bin MANPATH=
-    # shellcheck disable=SC1090
-    source "$init"
+    if [[ $impl == lmod ]]; then
+      # shellcheck disable=SC1090
+      source "$init"
+    else # environment-modules: its module command is modulecmd.tcl's output, evaluated
+      module() { eval "$(tclsh8.6 "$impl" bash "$@")"; }
+    fi
     module use "$dir"
     module load hugepool 2>"$tmp/err" || { echo "FAIL $kind: module load hugepool: $(cat "$tmp/err")"; exit 1; }
     ok=1
@@ -63,7 +75,17 @@ CM
     ((ok))
   ) || fails=$((fails + 1))
 }
-check_flavour lua "$p/share/lmod/modulefiles"
-check_flavour tcl "$p/share/modulefiles"
+if [[ -f $init ]]; then
+  check_flavour lua "$p/share/lmod/modulefiles"
+  check_flavour tcl "$p/share/modulefiles"
+else
+  echo "skip: Lmod is not installed (bash .ci/deps installs lmod)"
+fi
+if [[ -n $modulecmd ]]; then
+  echo "environment-modules: $modulecmd"
+  check_flavour tcl-environment-modules "$p/share/modulefiles" "$modulecmd"
+else
+  echo "skip: environment-modules' modulecmd.tcl not found (bash .ci/deps unpacks it)"
+fi
 echo "$fails failure(s)"
 ((fails == 0))

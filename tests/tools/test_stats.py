@@ -8,6 +8,7 @@ message buffers, with a pool that fits, an empty one and one too small.
 
 The merged numbers are checked against the per-rank files read here, and
 the peak pool use against the pool the job was given (the kernel's limit)."""
+import atexit
 import json
 import os
 import re
@@ -31,6 +32,7 @@ for _python in (sys.executable, "/usr/bin/python3"):
     if os.path.exists(_python) and _has_matplotlib(_python):
         _bin = os.path.join(tempfile.mkdtemp(prefix="hp-python-"), "python3")
         os.symlink(_python, _bin)
+        atexit.register(shutil.rmtree, os.path.dirname(_bin), True)  # leave nothing in /tmp
         os.environ["PATH"] = os.path.dirname(_bin) + os.pathsep + os.environ.get("PATH", "")
         break
 failures = []
@@ -68,6 +70,50 @@ def per_rank(files):
     return recs
 
 
+ROW = re.compile(r"^  (?P<label>\S.*?) +(?P<value>\d+(?:\.\d+)?)(?: (?P<unit>B|KiB|MiB|GiB|TiB))?$")
+
+
+def text_table(files, txt):
+    """The merged text table names counters as the per-rank text records do,
+    prints sizes in human units, and says "all" where every rank agrees."""
+    labels = set()
+    for f in files:
+        for line in open(f):
+            m = ROW.match(line.rstrip("\n"))
+            if m:
+                labels.add(m.group("label"))
+    check("bytes mapped (peak)" in labels and "allocations" in labels, f"per-rank text labels read ({len(labels)})")
+    lines = txt.splitlines()
+    head = [i for i, l in enumerate(lines) if l.split()[:1] == ["counter"]]
+    check(len(head) == 1, "one counter table")
+    rows = lines[head[0] + 1:] if head else []
+    rows = [r for r in rows if r.strip() and not r.strip().startswith("plot:")]
+    named = [r for r in rows if any(r.startswith("  " + lab + " ") for lab in labels)]
+    check(rows and named == rows, "every merged row is named as in the per-rank records: " +
+          "; ".join(r.strip()[:40] for r in rows if r not in named))
+    check(not any(re.match(r"^  [a-z]+(_[a-z0-9]+)+ ", r) for r in rows), "no JSON key names in the text table")
+    peak = [r for r in rows if r.startswith("  bytes mapped (peak) ")]
+    check(peak and re.search(r" (KiB|MiB|GiB) ", peak[0]) is not None, f"sizes in human units: {peak[:1]}")
+    for r in rows:
+        cols = r.split()
+        same = None
+        m = re.search(r"(\S+(?: [KMGT]?i?B)?) +(\S+(?: [KMGT]?i?B)?) +(\S+(?: [KMGT]?i?B)?) +(all|\d+ / \d+)$", r)
+        if m:
+            same = m.group(1) == m.group(3)
+        check(m is not None and (m.group(4) == "all") == same,
+              f"rank column says 'all' exactly when min equals max: {' '.join(cols)}")
+
+
+def broken_pipe(files):
+    """hugepool-stats ... | head: the reader gone, no traceback, exit 0."""
+    p = subprocess.Popen([HUGEPOOL + "-stats", *files], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()  # the only reader: every write fails with EPIPE
+    err = p.stderr.read().decode()
+    rc = p.wait(timeout=60)
+    check(rc == 0 and "Traceback" not in err and "BrokenPipe" not in err, f"output piped to a closed reader: exit {rc}, "
+          f"stderr {err[-300:]!r}")
+
+
 def main():
     if subprocess.run(["sh", "-c", "command -v mpiexec"], capture_output=True).returncode != 0:
         print("skip: no mpiexec")
@@ -88,7 +134,7 @@ def main():
         peak = sum((recs[r]["bytes_mapped_peak"] + (2 << 20) - 1) // (2 << 20) for r in recs)
         check(rep.get("pool_pages_at_peak") == peak and 0 < peak <= 160,
               f"pool pages at peak {rep.get('pool_pages_at_peak')} = sum of per-rank peaks, within the 160-page pool")
-        kernel = sum(recs[r]["kernel_private_hugetlb_kib"] for r in recs) // 2048
+        kernel = sum(recs[r]["kernel_private_hugetlb_bytes"] for r in recs) // (2 << 20)
         check(kernel <= peak, f"the kernel's hugetlb pages at exit ({kernel}) are within the peak ({peak})")
         check(rep.get("ranks_fell_back") == [] and rep.get("ranks_failed") == [], "no rank fell back or failed")
         # Each record says where it ran: the host, the rank on its node, hugepool's version.
@@ -114,7 +160,12 @@ def main():
         check(trep.get("ranks") == 4 and trep["counters"]["allocs"]["max"] == rep["counters"]["allocs"]["max"],
               "text statistics files merge like JSON ones")
         txt = subprocess.run([HUGEPOOL + "-stats", *tfiles], capture_output=True, text=True).stdout
-        check("pool pages at peak" in txt and "allocs" in txt, "hugepool-stats prints a text report")
+        check("pool pages at peak" in txt and "allocations" in txt, "hugepool-stats prints a text report")
+        text_table(tfiles, txt)
+        broken_pipe(tfiles)
+        p = subprocess.run([HUGEPOOL + "-stats", "--version"], capture_output=True, text=True)
+        check(p.returncode == 0 and re.fullmatch(r"hugepool-stats \d+\.\d+\.\d+\n", p.stdout) is not None,
+              f"hugepool-stats --version: {p.stdout!r}")
 
         # An empty pool: every rank falls back, and the report names them.
         files = job(work, 0)
