@@ -60,10 +60,6 @@ HP_INTERNAL void hp_set_page_size(size_t page);
 HP_INTERNAL hugepool_policy hp_current_policy(void);
 HP_INTERNAL void hp_set_policy(hugepool_policy policy);
 HP_INTERNAL void hp_report_shortage(size_t size, size_t page, int node);
-/* "2 MB hugetlb pages: need N pages, F free of T in the pool; reserve more
- * with ..." for a request of `size` bytes: the part of a shortage line that
- * every caller shares. */
-HP_INTERNAL void hp_describe_shortage(char *buf, size_t len, size_t size, size_t page, int node);
 /* The counters hp_lock guards (hugepool_get_stats() adds the caches'). */
 extern HP_INTERNAL hugepool_stats hp_stats;
 HP_INTERNAL void stats_mapped(size_t bytes);

@@ -43,6 +43,10 @@ HP_INTERNAL void hp_quiet_shortage(bool quiet);
 /* What the shortage line offers instead of a bigger pool (NULL: the
  * library's HUGEPOOL_POLICY=thp|small); the preload names its own fallback. */
 extern HP_INTERNAL const char *hp_shortage_advice;
+/* "2 MB hugetlb pages: need N pages, F free of T; as root: echo N > ...
+ * (or: hugepool-reserve N)" for a request of `size` bytes: the part of a
+ * shortage line that the core's and the preload's messages share. */
+HP_INTERNAL void hp_describe_shortage(char *buf, size_t len, size_t size, size_t page, int node);
 /* Extra counters appended to every statistics report (NULL: none). */
 typedef struct hp_extra_stat {
   const char *key;   /* JSON key */

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "base.h"
+#include "hooks.h" /* hp_describe_shortage */
 
 static size_t round_up_pages(size_t bytes, size_t page) {
   size_t r = (bytes + page - 1) & ~(page - 1);
