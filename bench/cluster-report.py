@@ -27,9 +27,12 @@ def size_name(b):
 def win_table(path):
     rows = {}
     bad = 0
+    pages = {}
     for line in open(path):
         rec = json.loads(line)
         bad += rec["bad"]
+        if "page_kb" in rec:
+            pages.setdefault(rec["config"], set()).add(rec["page_kb"])
         r = rows.setdefault(rec["size"], {})
         for key in ("create_ms", "free_ms", "touch_ms"):
             r.setdefault((rec["config"], key), []).extend(rec[key])
@@ -44,7 +47,9 @@ def win_table(path):
             cell(r.get((c, k), []), fmt) for k in ("create_ms", "free_ms", "touch_ms") for c in ("mpich", "hugepool"))
             + " |")
     n = len(next(iter(rows.values())).get(("mpich", "create_ms"), [])) if rows else 0
-    out += ["", f"({n} samples a cell; windows whose peer's bytes read back wrong: {bad})", ""]
+    kinds = "; ".join(f"{c}: {'/'.join(str(k) for k in sorted(v))} kB" for c, v in sorted(pages.items()))
+    out += ["", f"({n} samples a cell; windows whose peer's bytes read back wrong: {bad}; "
+            f"the windows' page size in smaps, {kinds or 'not recorded'})", ""]
     return out
 
 

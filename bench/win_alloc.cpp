@@ -9,7 +9,9 @@
 // fast one), so the free gives back touched pages, as in a real job.
 //   hugepool-bench-win-alloc [--sizes 1M,16M,...] [--reps N]
 // One JSON line per size: {"bench":"win_alloc","size":..,"create_ms":[..],
-// "free_ms":[..],"touch_ms":[..]} (each rep's value; rank 0 of the world prints).
+// "free_ms":[..],"touch_ms":[..],"page_kb":..} (each rep's value; page_kb: the
+// kernel's page size of the window, the smallest any rank saw in its smaps;
+// rank 0 of the world prints).
 #include <mpi.h>
 
 #include <algorithm>
@@ -26,6 +28,27 @@ double slowest(double mine, MPI_Comm comm) {
   double all = 0;
   MPI_Allreduce(&mine, &all, 1, MPI_DOUBLE, MPI_MAX, comm);
   return all;
+}
+
+// The kernel's page size (kB) of the mapping that holds p, from
+// /proc/self/smaps; 0 if not found.
+long page_kb_of(const void *p) {
+  FILE *f = std::fopen("/proc/self/smaps", "re");
+  if (f == nullptr) return 0;
+  char line[512];
+  unsigned long lo = 0, hi = 0;
+  bool in = false;
+  long kb = 0;
+  const auto a = reinterpret_cast<unsigned long>(p);
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+      in = a >= lo && a < hi;
+    } else if (in && std::sscanf(line, "KernelPageSize: %ld kB", &kb) == 1) {
+      break;
+    }
+  }
+  std::fclose(f);
+  return in ? kb : 0;
 }
 
 void print_list(const char *name, const std::vector<double> &v) {
@@ -59,6 +82,7 @@ int main(int argc, char **argv) {
   for (const size_t total : hb::parse_sizes(sizes_arg)) {
     const size_t part = total / static_cast<size_t>(lsize);
     std::vector<double> create, touch, release;
+    long page_kb = 0;  // the page size the window is on (smallest over the ranks below)
     for (long r = 0; r < reps + 1; ++r) {  // rep 0: warm-up, not recorded
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = MPI_Wtime();
@@ -66,6 +90,7 @@ int main(int argc, char **argv) {
       MPI_Win win;
       MPI_Win_allocate_shared(static_cast<MPI_Aint>(part), 1, MPI_INFO_NULL, node, &base, &win);
       const double c = slowest(MPI_Wtime() - t0, MPI_COMM_WORLD);
+      if (r == 0) page_kb = page_kb_of(base);
       t0 = MPI_Wtime();
       std::memset(base, 'a' + lrank % 26, part);
       MPI_Win_fence(0, win);
@@ -89,9 +114,12 @@ int main(int argc, char **argv) {
       }
     }
     int all_bad = 0;
+    long min_page_kb = 0;
     MPI_Allreduce(&bad, &all_bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&page_kb, &min_page_kb, 1, MPI_LONG, MPI_MIN, MPI_COMM_WORLD);
     if (rank == 0) {
-      std::printf("{\"bench\":\"win_alloc\",\"size\":%zu,\"ranks_per_node\":%d,\"bad\":%d", total, lsize, all_bad);
+      std::printf("{\"bench\":\"win_alloc\",\"size\":%zu,\"ranks_per_node\":%d,\"bad\":%d,\"page_kb\":%ld", total, lsize,
+                  all_bad, min_page_kb);
       print_list("create_ms", create);
       print_list("touch_ms", touch);
       print_list("free_ms", release);
