@@ -4,8 +4,8 @@
 # 2 nodes x 2 ranks: TCP between the nodes, shared memory within one.
 #   benchmarks.sh HUGEPOOL_RUN
 # The benchmarks come from their public sources, built by the site (they are
-# not packaged in Debian): HUGEPOOL_IMB names an IMB-MPI1 built with
-# CPPFLAGS=-DCHECK (data checks), HUGEPOOL_OSU the c/mpi folder of an OSU 7.x
+# not packaged in Debian): IMB_MPI1 names an IMB-MPI1 built with
+# CPPFLAGS=-DCHECK (data checks), OSU_MPI_DIR the c/mpi folder of an OSU 7.x
 # build (osu_latency, osu_mbw_mr, osu_allreduce; -c validates the data).
 # Without them the test is skipped (77).  Each benchmark runs twice, plain and
 # under hugepool-run: no error, no data defect in either, and while it runs
@@ -16,10 +16,10 @@
 set -euo pipefail
 run=$1
 skip() { echo "SKIP: $*" >&2; exit 77; }
-imb=${HUGEPOOL_IMB:-} osu=${HUGEPOOL_OSU:-}
-[[ -x $imb ]] || skip "HUGEPOOL_IMB does not name an IMB-MPI1 built with -DCHECK"
+imb=${IMB_MPI1:-} osu=${OSU_MPI_DIR:-}
+[[ -x $imb ]] || skip "IMB_MPI1 does not name an IMB-MPI1 built with -DCHECK"
 [[ -x $osu/pt2pt/standard/osu_latency && -x $osu/pt2pt/standard/osu_mbw_mr && -x $osu/collective/blocking/osu_allreduce ]] ||
-  skip "HUGEPOOL_OSU does not name the c/mpi folder of an OSU build"
+  skip "OSU_MPI_DIR does not name the c/mpi folder of an OSU build"
 source "$(dirname "$0")/../mpi/pool.sh"
 pool_take 160
 a=$(cut -d, -f1 <<<"$BED_HOSTS") b=$(cut -d, -f2 <<<"$BED_HOSTS")
