@@ -32,7 +32,8 @@ made_ns=()
 
 teardown() {
   local rc=$?
-  trap - EXIT ERR INT TERM
+  trap - EXIT ERR
+  trap "" INT TERM # a second signal (timeout forwards one) must not cut the clean-up short
   set +e
   # Every process still in a node (a hung rank, a proxy) is killed first, by
   # the namespace it is in, so that nothing keeps a namespace alive.
