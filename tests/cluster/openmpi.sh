@@ -7,7 +7,7 @@
 # (btl tcp on 192.0.2.0/24, the out-of-band channel too) and shared memory
 # (vader) within a node.  The program is cluster_check.c, built here with
 # mpicc.openmpi, unmodified, under hugepool-run:
-#   openmpi.sh HUGEPOOL_RUN SOURCE_DIR exchange|window|kill|share
+#   openmpi.sh HUGEPOOL_RUN SOURCE_DIR exchange|window|kill|share|suites
 # exchange  2 nodes x 2 ranks, buffers malloc'ed every iteration, sent to a
 #           rank on the other node and to the next rank: every byte checked,
 #           every buffer on 2 MB pages (smaps) in every rank, the bytes
@@ -21,6 +21,8 @@
 # share     2 ranks on node 0, 1 on node 1: the rank's share of the pool is
 #           pool / ranks on its node, from OMPI_COMM_WORLD_LOCAL_SIZE (set by
 #           each node's orted): a freed block stays cached only while it fits
+# suites    IMB (-DCHECK) and OSU (-c) built with Open MPI, one rank on each of
+#           2 nodes, plain and under hugepool-run (skipped without that build)
 set -euo pipefail
 run=$1 src=$2 mode=$3
 command -v mpirun.openmpi >/dev/null && command -v mpicc.openmpi >/dev/null ||
@@ -138,6 +140,24 @@ case $mode in
       fail "a rank of node 0 (2 ranks) kept $over pages, more than half the pool"
     grep -q "^rank 2 .* local 0/1 cache chosen 1 kept_kb $((over * 2048))\$" "$work/over" ||
       fail "the rank alone on node 1 did not keep $over pages"
+    ;;
+  suites)
+    # IMB (-DCHECK) and OSU (-c) built with Open MPI (bench/openmpi-suites),
+    # one rank on each of 2 nodes: every message over TCP between them.
+    dir=${HUGEPOOL_OMPI_BENCH_DIR:-/var/tmp/hugepool-ompi-bench}
+    [[ -x $dir/imb/IMB-MPI1 ]] || { echo "SKIP: no Open MPI build of IMB and OSU in $dir" >&2; exit 77; }
+    pool_take 60
+    printf '%s slots=1\n' $(cut -d, -f1,2 <<<"$BED_HOSTS" | tr , ' ') >"$work/suites.hosts"
+    before=$(rx_bytes 1)
+    "$src/../../bench/openmpi-suites" check "$dir" "${mpirun[@]}" --hostfile "$work/suites.hosts" -n 2 ||
+      fail "plain run between nodes"
+    HUGEPOOL_RUN=$run "$src/../../bench/openmpi-suites" check "$dir" "${mpirun[@]}" --hostfile "$work/suites.hosts" -n 2 ||
+      fail "under hugepool-run between nodes"
+    echo "node 1: $(($(rx_bytes 1) - before)) bytes in over eth0"
+    (($(rx_bytes 1) - before > 64 << 20)) || fail "the benchmarks' messages did not cross eth0"
+    sleep 1
+    [[ $(left_on_nodes) -eq 0 ]] || fail "processes left on the nodes"
+    [[ $(avail) -eq 60 ]] || fail "pool at $(avail) free after the jobs, not 60"
     ;;
   *) fail "mode $mode" ;;
 esac
