@@ -23,7 +23,7 @@
 #include <random>
 #include <thread>
 
-#include "common.hpp"
+#include "bench_util.hpp"
 
 namespace hb {
 

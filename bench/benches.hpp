@@ -2,7 +2,7 @@
 // The benchmarks of the hugepool-bench binary, one function each.
 #pragma once
 
-#include "common.hpp"
+#include "bench_util.hpp"
 
 namespace hb {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // hugepool-bench SUBCOMMAND [--option value ...]
-// Prints JSON lines (see common.hpp); bench/run drives it.
+// Prints JSON lines (see bench_util.hpp); bench/run drives it.
 #include <chrono>
 #include <cstdio>
 #include <cstring>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// What the MPI benchmarks (mpi.cpp, halo.cpp) share, kept out of common.hpp
+// What the MPI benchmarks (mpi.cpp, halo.cpp) share, kept out of bench_util.hpp
 // so that the benchmarks without MPI do not need mpi.h.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "common.hpp"
+#include "bench_util.hpp"
 
 namespace hb {
 

@@ -17,7 +17,7 @@ namespace {
 int g_rank = 0, g_size = 1;
 std::string g_tls;
 
-// The buffer kinds compared (common.hpp's buf_alloc): Page::memalign,
+// The buffer kinds compared (bench_util.hpp's buf_alloc): Page::memalign,
 // Page::huge2m ("hugetlb") and Page::hugepool.
 
 void mpi_skip(const std::string &what, const std::string &why) {

@@ -15,7 +15,7 @@
 //
 // Each row: the median/min/max time of a whole growth run, and the kernel's
 // count of hugetlb memory (smaps) behind the buffer at its largest.
-#include "common.hpp"
+#include "bench_util.hpp"
 
 #ifdef HUGEPOOL_BENCH_HAVE_HUGETLBFS
 extern "C" {  // the header has no C++ guard

@@ -4,7 +4,7 @@
 
     report.py DIR [--title TEXT] [--plot-prefix PREFIX]
 
-Reads DIR/results.jsonl (one JSON object per line, see bench/common.hpp).
+Reads DIR/results.jsonl (one JSON object per line, see bench/bench_util.hpp).
 Rates are derived from the measured times: a median rate comes from the median
 time, and its range from the slowest and fastest repetitions.  GB means 10^9
 bytes in rates (GB/s) and GiB means 2^30 bytes in costs (ms per GiB).
@@ -464,7 +464,7 @@ def section_tlb(R, md, plots, cost):
         row = [size_name(size)]
         for p in pages:
             r = R.one(bench="tlb", page=p, size=size)
-            row.append(f"{fmt(r['median'])} [{fmt(r['min'])}–{fmt(r['max'])}]" if r else "–")
+            row.append(range_cell(r))
         out.append(row)
     md += table(["buffer"] + [f"{PAGE_LABEL.get(p, p)} ns/access" for p in pages], out)
     md.append("")
@@ -581,19 +581,31 @@ def section_mpi(R, md, plots, cost):
     shows(md, findings)
 
 
+def range_cell(r):
+    """median [min–max] of a line, or – without one."""
+    return f"{fmt(r['median'])} [{fmt(r['min'])}–{fmt(r['max'])}]" if r else "–"
+
+
+def alloc_rows(R, peers, test, columns, cell, keep_empty=True):
+    """One row per allocator of the alloc benchmark's test: (peer, [cell(r) for each column]), where a
+    column is the dict of fields that picks its line r (None when the run has none).  A row whose
+    cells are all "–" is left out unless keep_empty."""
+    rows = []
+    for p in peers:
+        cells = [cell(R.one(bench="alloc", peer=p, test=test, **c)) for c in columns]
+        if keep_empty or any(c != "–" for c in cells):
+            rows.append((p, cells))
+    return rows
+
+
 def section_alloc(R, md, plots, cost):
     peers = ordered(R.values("peer", bench="alloc"), PEER_ORDER)
     cs = sorted(R.values("size", bench="alloc", test="cached"))
     if cs:
         md.append("### Cached alloc + free of the same size (no touch), ns per pair, median of batches [min–max]")
         md.append("")
-        out = []
-        for p in peers:
-            row = [PEER_LABEL.get(p, p)]
-            for size in cs:
-                r = R.one(bench="alloc", peer=p, test="cached", size=size)
-                row.append(f"{fmt(r['median'])} [{fmt(r['min'])}–{fmt(r['max'])}]" if r else "–")
-            out.append(row)
+        out = [[PEER_LABEL.get(p, p)] + cells
+               for p, cells in alloc_rows(R, peers, "cached", [{"size": s} for s in cs], range_cell)]
         md += table(["allocator"] + [size_name(s) for s in cs], out)
         md.append("")
         hp = R.find(bench="alloc", peer="hugepool", test="cached")
@@ -606,23 +618,15 @@ def section_alloc(R, md, plots, cost):
     if ms:
         md.append("### alloc + memset of the whole buffer + free, time per iteration, median [min–max]")
         md.append("")
-        out = []
-        for p in peers:
-            row = [PEER_LABEL.get(p, p)]
-            for size in ms:
-                r = R.one(bench="alloc", peer=p, test="memset", size=size)
-                row.append(f"{time_cell(r)}; hugetlb in use {size_name(r['hugetlb_kb'] * 1024) if r.get('hugetlb_kb', -1) > 0 else '0'}"
-                           if r else "–")
-            out.append(row)
+        def memset_cell(r):
+            return (f"{time_cell(r)}; hugetlb in use {size_name(r['hugetlb_kb'] * 1024) if r.get('hugetlb_kb', -1) > 0 else '0'}"
+                    if r else "–")
+        by_size = [{"size": s} for s in ms]
+        out = [[PEER_LABEL.get(p, p)] + cells for p, cells in alloc_rows(R, peers, "memset", by_size, memset_cell)]
         md += table(["allocator"] + [size_name(s) for s in ms], out)
         md.append("")
-        series = []
-        for p in peers:
-            vals = []
-            for size in ms:
-                r = R.one(bench="alloc", peer=p, test="memset", size=size)
-                vals.append(r["median"] / 1e6 if r else None)
-            series.append((PEER_LABEL.get(p, p), vals))
+        series = [(PEER_LABEL.get(p, p), vals) for p, vals in
+                  alloc_rows(R, peers, "memset", by_size, lambda r: r["median"] / 1e6 if r else None)]
         png = plot_bars(plots, "alloc_memset.png", "alloc + memset + free per iteration", "ms (log)",
                         [size_name(s) for s in ms], series)
         if png:
@@ -649,15 +653,10 @@ def section_alloc(R, md, plots, cost):
         md.append("### Cached alloc + free from several threads at once (each its own buffer), ns per pair per "
                   "thread, median [min–max]")
         md.append("")
-        out = []
-        for p in peers:
-            for size in sizes:
-                cells = []
-                for n in counts:
-                    r = R.one(bench="alloc", peer=p, test="threads", size=size, threads=n)
-                    cells.append(f"{fmt(r['median'])} [{fmt(r['min'])}–{fmt(r['max'])}]" if r else "–")
-                if any(c != "–" for c in cells):
-                    out.append([PEER_LABEL.get(p, p), size_name(size)] + cells)
+        out = [[PEER_LABEL.get(p, p), size_name(size)] + cells
+               for q in peers for size in sizes
+               for p, cells in alloc_rows(R, [q], "threads", [{"size": size, "threads": n} for n in counts],
+                                          range_cell, keep_empty=False)]
         md += table(["allocator", "size"] + [f"{n} thread{'s' if n > 1 else ''}" for n in counts], out)
         md.append("")
     dp = R.find(bench="alloc", test="depth")
@@ -666,14 +665,8 @@ def section_alloc(R, md, plots, cost):
         md.append("### Hit cost against the buffers cached: alloc + free of 4 MB with N other freed 2 MB buffers, "
                   "ns per pair, median [min–max]")
         md.append("")
-        out = []
-        for p in peers:
-            cells = []
-            for d in depths:
-                r = R.one(bench="alloc", peer=p, test="depth", cached_others=d)
-                cells.append(f"{fmt(r['median'])} [{fmt(r['min'])}–{fmt(r['max'])}]" if r else "–")
-            if any(c != "–" for c in cells):
-                out.append([PEER_LABEL.get(p, p)] + cells)
+        out = [[PEER_LABEL.get(p, p)] + cells for p, cells in
+               alloc_rows(R, peers, "depth", [{"cached_others": d} for d in depths], range_cell, keep_empty=False)]
         md += table(["allocator"] + [f"{d} cached" for d in depths], out)
         md.append("")
     mx = R.find(bench="alloc", test="mixed")
@@ -682,12 +675,8 @@ def section_alloc(R, md, plots, cost):
         md.append(f"### Mixed workload: one application step (4–8 communication buffers of 1 MB to {largest} alive "
                   "at once, each written in full, 50 small mallocs per buffer, freed in shuffled order)")
         md.append("")
-        out = []
-        for p in peers:
-            r = R.one(bench="alloc", peer=p, test="mixed")
-            if r:
-                out.append([PEER_LABEL.get(p, p), time_cell(r),
-                            size_name(r["hugetlb_kb"] * 1024) if r.get("hugetlb_kb", 0) > 0 else "0"])
+        out = [[PEER_LABEL.get(p, p), time_cell(r), size_name(r["hugetlb_kb"] * 1024) if r.get("hugetlb_kb", 0) > 0 else "0"]
+               for p, (r,) in alloc_rows(R, peers, "mixed", [{}], lambda r: r) if r]
         md += table(["allocator", "time per step median [min–max]", "peak hugetlb in use"], out)
         md.append("")
 

@@ -3,14 +3,20 @@
  * the other threads' caches, then a new mapping (reclaiming cached pages
  * when the pool is short), then the policy's fallback. */
 #define _GNU_SOURCE
+#include "alloc.h"
+
 #include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "cache.h"
+#include "hooks.h"
+#include "registry.h"
+#include "share.h"
 #include "split.h"
+#include "tcache.h"
 
 /* Bytes chosen for release but not yet unmapped (lazy release runs outside
  * the lock): an ENOMEM retry waits for them to reach the pool. */
@@ -53,7 +59,7 @@ static long long mono_ns(void) {
 bool hp_short_backoff;
 
 static bool pool_known_short(size_t size, size_t page) {
-  if (!hp_short_backoff && hugepool_get_policy() == HUGEPOOL_POLICY_STRICT) return false;
+  if (!hp_short_backoff && hp_current_policy() == HUGEPOOL_POLICY_STRICT) return false;
   int i = page == HP_1G;
   long long until = atomic_load_explicit(&short_until_ns[i], memory_order_relaxed);
   return until != 0 && size >= atomic_load_explicit(&short_size[i], memory_order_relaxed) && mono_ns() < until;
@@ -295,7 +301,6 @@ static size_t round_up(size_t bytes, size_t unit) {
 }
 
 void *hp_allocate(size_t bytes, int node, bool *fresh) {
-  hp_ensure_init();
   *fresh = false;
   if (bytes == 0 || node < HUGEPOOL_ANY_NODE) {
     errno = EINVAL;
@@ -318,7 +323,7 @@ void *hp_allocate(size_t bytes, int node, bool *fresh) {
   p = map_new(bytes, size, node, kind, fresh);
   if (p || errno != ENOMEM) return p;
 
-  hugepool_policy policy = hugepool_get_policy();
+  hugepool_policy policy = hp_current_policy();
   if (policy == HUGEPOOL_POLICY_STRICT) {
     hp_report_shortage(size, page, node);
     count_failure();
@@ -351,13 +356,9 @@ static int remove_live(const void *ptr, hp_block *b) {
   }
 }
 
-/* keep: the block may go to a cache (hugepool_free); else it goes back to
- * the pool now (hp_free_to_pool).  quiet: a pointer that is no live buffer
- * is no error (hp_free_if_live).  false: nothing freed. */
-static bool free_block(void *ptr, bool keep, bool quiet) {
+bool alloc_free(void *ptr, bool keep, bool quiet) {
   if (!ptr) return false;
   int saved = errno;
-  hp_ensure_init();
   hp_block b, victims[HP_BATCH];
   hp_tcache *tc = tcache_self();
   /* The fast path: a block this thread's cache handed out goes back to it;
@@ -428,12 +429,6 @@ static bool free_block(void *ptr, bool keep, bool quiet) {
   return true;
 }
 
-void hugepool_free(void *ptr) { (void)free_block(ptr, true, false); }
-
-void hp_free_to_pool(void *ptr) { (void)free_block(ptr, false, false); }
-
-bool hp_free_if_live(void *ptr) { return free_block(ptr, true, true); }
-
 /* ---- live blocks, for realloc.c ---------------------------------------- */
 
 static int mark_resizing(hp_block *b, void *arg) {
@@ -452,7 +447,6 @@ static int set_block(hp_block *b, void *arg) {
 }
 
 int live_begin_resize(const void *addr, hp_block *out) {
-  hp_ensure_init();
   for (;;) {
     hp_block copy;
     if (registry_update(addr, mark_resizing, out, &copy) == 0) return 0;

@@ -18,10 +18,12 @@
  *
  * Victims are returned to the caller, which unmaps them after dropping the
  * lock (lazy release).  The caller holds the hugepool lock throughout. */
+#include "cache.h"
+
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "options.h"
 
 typedef uint32_t ref; /* index into entries[]; 0 is "none" */
 

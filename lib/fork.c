@@ -26,10 +26,13 @@
  * HUGEPOOL_FORK=keep: the kernel's behaviour, no copy; one warning in the
  * child when the free pool could not cover a full copy of what it inherited. */
 #define _GNU_SOURCE
+#include "fork.h"
+
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "options.h"
+#include "registry.h"
 #include "split.h"
 
 static void make_private(hp_block *b, void *arg) {

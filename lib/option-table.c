@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "internal.h"
+#include "options.h"
 #include "size.h"
 
 #define SIZE(var, def, most, text)                                                                      \

@@ -16,12 +16,14 @@
  * afterwards (redis, nginx and postgres write their process title over the
  * environ strings), and a pointer into it would read that title. */
 #define _GNU_SOURCE
+#include "options.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h> /* environ */
 
-#include "internal.h"
+#include "warn.h"
 
 typedef enum { HP_OPTION_DEFAULT, HP_OPTION_SET, HP_OPTION_INVALID } hp_option_source;
 
@@ -108,12 +110,15 @@ static void warn_unknown_names(void) {
 void options_init(void) {
   if (getauxval(AT_SECURE)) {
     for (size_t i = 0; i < HP_OPT_COUNT; i++) options[i].value = default_of((hp_option_id)i);
+    hp_warn_enable(options[HP_OPT_WARN].value != 0);
     if (any_hugepool_variable()) {
       hp_warn("setuid/setgid program: every HUGEPOOL_* variable is ignored, the defaults apply");
     }
     return;
   }
-  parse_one(HP_OPT_WARN); /* first: it decides whether the others may warn */
+  hp_warn_enable(default_of(HP_OPT_WARN) != 0); /* a bad HUGEPOOL_WARN is reported under the default */
+  parse_one(HP_OPT_WARN);                        /* first: it decides whether the others may warn */
+  hp_warn_enable(options[HP_OPT_WARN].value != 0);
   for (size_t i = 0; i < HP_OPT_COUNT; i++) {
     if (i != HP_OPT_WARN) parse_one((hp_option_id)i);
   }

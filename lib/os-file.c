@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The OS layer, continued: the files behind node-shared segments (memfd or
  * an unnamed file on a hugetlbfs mount), taking a peer's descriptor, and
- * finding a hugetlbfs mount.  Same contract as os.c (internal.h); nothing
+ * finding a hugetlbfs mount.  Same contract as os.c (os.h); nothing
  * here calls malloc. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "os.h"
 
 /* ---- node-shared segments: hugetlb files other processes can map ------- */
 

@@ -2,13 +2,17 @@
 /* The OS layer: every mmap / munmap / madvise / mbind hugepool makes, every
  * file it reads or writes (the kernel's pool state, /proc, the statistics
  * file, stderr) and the fork handshake's pipe.  The contract of every
- * function is stated once, in internal.h.  Nothing here calls malloc, so
- * the preload interposer can use it from inside malloc. */
+ * function is stated once, in os.h.  Nothing here calls malloc, so the
+ * preload interposer can use it from inside malloc, and nothing here calls
+ * above this layer: what it must say goes through the reporter (report()). */
 #define _GNU_SOURCE
+#include "os.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <numaif.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
-
 /* glibc defines MAP_HUGE_SHIFT and MADV_POPULATE_WRITE (2.35+), not these. */
 #ifndef MAP_HUGE_2MB
 #define MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
@@ -29,6 +31,23 @@
 #ifndef MAP_HUGE_1GB
 #define MAP_HUGE_1GB (30 << MAP_HUGE_SHIFT)
 #endif
+
+static _Atomic(os_reporter) reporter;
+
+void os_set_reporter(os_reporter report) { atomic_store(&reporter, report); }
+
+/* One line for the user, through the core's reporter (none yet: nothing). */
+static void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void report(const char *fmt, ...) {
+  os_reporter to = atomic_load(&reporter);
+  if (!to) return;
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof(line), fmt, ap);
+  va_end(ap);
+  if (n >= 0) to(line);
+}
 
 void *os_map_huge(size_t size, size_t page_size) {
   /* No MAP_NORESERVE: the kernel reserves every page now, so a shortage is
@@ -71,7 +90,7 @@ void os_unmap(void *addr, size_t size) {
   /* Always libc's munmap (never a raw syscall): MPI registration caches
    * (UCX, libfabric) hook it to learn that the range is gone. */
   if (munmap(addr, size) != 0) {
-    hp_warn("munmap(%p, %zu) failed: %s", addr, size, strerror(errno));
+    report("munmap(%p, %zu) failed: %s", addr, size, strerror(errno));
   }
 }
 
@@ -466,7 +485,7 @@ static bool copy_piece(char *src, char *dst, size_t len, size_t page_size) {
   if (p == MAP_FAILED && !injected(HP_OS_FAULT_MMAP)) {
     p = mmap(dst, len, PROT_READ | PROT_WRITE, flags, -1, 0);
     if (p != MAP_FAILED && page_size)
-      hp_warn("a buffer being moved was partly copied onto 4 KB pages (no hugetlb page left)");
+      report("a buffer being moved was partly copied onto 4 KB pages (no hugetlb page left)");
   }
   if (p == MAP_FAILED) return false;
   memcpy(dst, src, len);
@@ -518,7 +537,7 @@ static bool settle(hp_move *m) {
     if (!m->from_lost && copy_back(m)) continue;
     if (!m->to_lost && copy_forward(m)) continue;
     if (!warned) {
-      hp_warn("the kernel refuses to move or copy a part of the buffer at %p (%s); retrying until it does",
+      report("the kernel refuses to move or copy a part of the buffer at %p (%s); retrying until it does",
               (void *)m->from, strerror(errno));
       warned = true;
     }

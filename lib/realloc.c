@@ -37,7 +37,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "internal.h"
+#include "alloc.h"
 
 #define HP_HEADROOM_MIN ((size_t)64 << 20)
 

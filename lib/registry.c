@@ -8,10 +8,11 @@
  * on its own cache line, so threads working on different buffers do not
  * queue on one lock nor pass a cache line back and forth.  Every function
  * takes the stripe's lock itself, except registry_walk (see there). */
+#include "registry.h"
+
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
 #include "spin.h"
 
 #define STRIPES 64

@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
 
 static size_t round_up_pages(size_t bytes, size_t page) {
   size_t r = (bytes + page - 1) & ~(page - 1);

@@ -10,7 +10,8 @@
  *  1. A rank's share of a pool is pool pages / ranks on the node, the rank
  *     count read once from the launcher (MPICH/Hydra MPI_LOCALNRANKS, Open
  *     MPI OMPI_COMM_WORLD_LOCAL_SIZE, PMIx PMIX_LOCAL_SIZE, Slurm
- *     SLURM_NTASKS_PER_NODE; 1 when none is set or the value is garbage).
+ *     SLURM_NTASKS_PER_NODE: launcher.c's table; 1 when none is set or the
+ *     value is garbage).
  *  2. A freed block is cached only while the rank maps (live + cached) no
  *     more than its share; past it the block goes back to the pool.  That
  *     check is two relaxed loads on the free path.
@@ -38,12 +39,13 @@
  * A single process (one rank) keeps the plain limits: its share is the
  * whole pool. */
 #define _GNU_SOURCE
+#include "share.h"
+
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <time.h>
 
-#include "internal.h"
+#include "launcher.h"
 
 static long ranks = 1;
 static _Atomic size_t pool_bytes[2] = {SIZE_MAX, SIZE_MAX}; /* [0] 2 MB, [1] 1 GB pages */
@@ -61,27 +63,9 @@ static long long now_ms(void) {
 
 static int index_of(size_t page_size) { return page_size == HP_1G; }
 
-/* A count of ranks: digits only, 1 to 1 << 20; 0 otherwise. */
-static long parse_ranks(const char *v) {
-  if (!v || !*v) return 0;
-  long n = 0;
-  for (const char *p = v; *p; p++) {
-    if (*p < '0' || *p > '9' || n > (1L << 20)) return 0;
-    n = n * 10 + (*p - '0');
-  }
-  return n >= 1 && n <= (1L << 20) ? n : 0;
-}
-
 void share_init(void) {
-  static const char *const vars[] = {"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_LOCAL_SIZE",
-                                     "SLURM_NTASKS_PER_NODE"};
-  for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-    long n = parse_ranks(getenv(vars[i]));
-    if (n) {
-      ranks = n;
-      return;
-    }
-  }
+  long n = launcher_local_ranks();
+  if (n) ranks = n;
 }
 
 long share_local_ranks(void) { return ranks; }

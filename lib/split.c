@@ -37,6 +37,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "alloc.h"
+#include "hooks.h"
+#include "registry.h"
+
 static pthread_mutex_t split_lock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t *split_pages; /* split_lock; unsorted, a handful in practice */
 static size_t n_split, cap_split;

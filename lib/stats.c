@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Statistics: counters kept under the hugepool lock, formatted as text or
+/* Statistics: the counters kept under the hugepool lock (base.c), as text or
  * JSON, and printed at exit on request (HUGEPOOL_STATS, HUGEPOOL_STATS_FILE). */
 #define _GNU_SOURCE
+#include "stats.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -11,22 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "hooks.h"
+#include "launcher.h"
+#include "options.h"
 
-hugepool_stats hp_stats;
 size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);
 const char *hp_stats_policy_label;
-
-void stats_mapped(size_t bytes) {
-  hp_stats.maps++;
-  hp_stats.bytes_mapped += bytes;
-  if (hp_stats.bytes_mapped > hp_stats.bytes_mapped_peak) hp_stats.bytes_mapped_peak = hp_stats.bytes_mapped;
-}
-
-void stats_unmapped(size_t bytes) {
-  hp_stats.unmaps++;
-  hp_stats.bytes_mapped -= bytes;
-}
 
 /* One row per counter: the text and the JSON output come from this table. */
 #define HP_STAT_FIELDS(X)                                  \
@@ -87,33 +79,6 @@ static void emit(sink *s, const char *fmt, ...) {
   if (n > 0) s->need += (size_t)n;
 }
 
-/* The first of the launcher variables `vars` that holds a number >= 0, or -1. */
-static long launcher_number(const char *const *vars, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    const char *v = getenv(vars[i]);
-    if (v && *v) {
-      char *end = NULL;
-      long r = strtol(v, &end, 10);
-      if (*end == '\0' && r >= 0) return r;
-    }
-  }
-  return -1;
-}
-
-/* The MPI rank from whichever launcher started us, or -1. */
-static long rank_from_environment(void) {
-  static const char *const vars[] = {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "MPI_LOCALRANKID",
-                                     "SLURM_PROCID"};
-  return launcher_number(vars, sizeof(vars) / sizeof(vars[0]));
-}
-
-/* The rank's index on its node (hydra, Open MPI, Slurm), or -1. */
-static long local_rank_from_environment(void) {
-  static const char *const vars[] = {"MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_LOCAL_RANK",
-                                     "SLURM_LOCALID"};
-  return launcher_number(vars, sizeof(vars) / sizeof(vars[0]));
-}
-
 /* Which record belongs to which node and job (tools/hugepool-stats merges
  * per node): the host name, and the batch system's or launcher's job id
  * (Slurm, PBS, LSF, Open MPI/PMIx), each cut to a safe alphabet so that the
@@ -128,41 +93,15 @@ static void safe_copy(char *out, size_t len, const char *in) {
   }
   out[i] = '\0';
 }
-static void job_from_environment(char job[64]) {
-  static const char *const vars[] = {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "PMIX_NAMESPACE", "OMPI_MCA_orte_jobid"};
-  job[0] = '\0';
-  for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]) && !job[0]; i++) safe_copy(job, 64, getenv(vars[i]));
-}
-
-/* The launcher's variables are read once at load (stats_init), like the
- * options: the program may write its process title over the environment
- * strings later (redis, nginx, postgres do). */
-static struct {
-  bool read;
-  long rank, local_rank;
-  char job[64];
-} ids_at_load;
-
-void stats_init(void) {
-  ids_at_load.rank = rank_from_environment();
-  ids_at_load.local_rank = local_rank_from_environment();
-  job_from_environment(ids_at_load.job);
-  ids_at_load.read = true;
-}
-
-static long mpi_rank(void) {
-  if (!ids_at_load.read) stats_init();
-  return ids_at_load.rank;
-}
+static long mpi_rank(void) { return launcher_rank(); }
 
 static void record_ids(char host[64], char job[64], long *lrank) {
-  if (!ids_at_load.read) stats_init();
   char h[256] = "";
   if (gethostname(h, sizeof(h) - 1) != 0) h[0] = '\0';
   h[sizeof(h) - 1] = '\0';
   safe_copy(host, 64, h[0] ? h : "unknown");
-  memcpy(job, ids_at_load.job, 64);
-  *lrank = ids_at_load.local_rank;
+  safe_copy(job, 64, launcher_job());
+  *lrank = launcher_local_rank();
 }
 #define HP_STR2(x) #x
 #define HP_STR(x) HP_STR2(x)

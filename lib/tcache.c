@@ -28,11 +28,15 @@
  * lock alone.  Another thread takes a cache's lock to steal a block, to
  * drain it (trim, reclaim, fork) or to read its counters. */
 #define _GNU_SOURCE
+#include "tcache.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
 
-#include "internal.h"
+#include "cache.h"
+#include "registry.h"
+#include "share.h"
 #include "spin.h"
 
 #define ENTRIES 4

@@ -31,6 +31,7 @@
 
 #include "hugepool/hugepool.h"
 #include "mpi-preload.h"
+#include "option-reader.h"
 
 /* How the MPI library this file was built for names itself in
  * MPI_Get_library_version (a call of the same ABI in every MPI), and the
@@ -76,6 +77,15 @@ static hp_mpi_fn as_function(void *p) {
   hp_mpi_fn f;
   memcpy(&f, &p, sizeof(f)); /* dlsym's object pointer to a function pointer */
   return f;
+}
+
+/* A HUGEPOOL_* option as libhugepool_preload.so read it at load, by the
+ * option table's rules (option-reader.h): one reader for the core and the
+ * entry points.  Without the preload, `otherwise` (the table's default). */
+static long long option(const char *name, long long otherwise) {
+  hp_preload_option_fn get = (hp_preload_option_fn)as_function(dlsym(RTLD_DEFAULT, HP_PRELOAD_OPTION_SYMBOL));
+  long long value = 0;
+  return get && get(name, &value) == 0 ? value : otherwise;
 }
 
 /* ---- deciding once ------------------------------------------------------ */
@@ -151,10 +161,9 @@ static int activate(void) {
   return 1;
 }
 
-static int strict_policy(void) {
-  const char *p = secure_getenv("HUGEPOOL_POLICY");
-  return p && strcmp(p, "strict") == 0;
-}
+/* HUGEPOOL_POLICY=strict (any case): MPI_ERR_NO_MEM rather than MPI's own
+ * memory.  The preload's default is its fallback, so is the default here. */
+static int strict_policy(void) { return option("HUGEPOOL_POLICY", -1) == HUGEPOOL_POLICY_STRICT; }
 
 /* ---- MPI_Alloc_mem / MPI_Free_mem --------------------------------------- */
 
@@ -215,10 +224,7 @@ static void free_window(shared_win *w) {
   free(w);
 }
 
-static int win_shared_enabled(void) {
-  const char *v = secure_getenv("HUGEPOOL_MPI_WIN_SHARED");
-  return v && strcmp(v, "1") == 0;
-}
+static int win_shared_enabled(void) { return option("HUGEPOOL_MPI_WIN_SHARED", 0) == 1; }
 
 /* Every rank of comm agrees: 1 if ok in all. */
 static int all_ok(MPI_Comm comm, int ok) {

@@ -14,6 +14,7 @@
  * What a backend does: mpi-preload-calls.c. */
 #define _GNU_SOURCE
 #include "mpi-preload.h"
+#include "option-reader.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -25,22 +26,23 @@
 
 #define HP_MPI_API __attribute__((visibility("default")))
 
-void hp_mpi_warn_once(int *done, const char *what) {
-  if (__atomic_exchange_n(done, 1, __ATOMIC_RELAXED)) return;
-  /* HUGEPOOL_* read here as the option table reads them: ignored under
-   * AT_SECURE (a setuid or setgid program). */
-  const char *quiet = secure_getenv("HUGEPOOL_WARN");
-  if (quiet && strcmp(quiet, "0") == 0) return;
-  (void)fprintf(stderr, "hugepool[%ld]: %s\n", (long)getpid(), what);
-}
-
-/* ---- finding the program's MPI library ---------------------------------- */
-
 static hp_mpi_fn as_function(void *p) {
   hp_mpi_fn f;
   memcpy(&f, &p, sizeof(f)); /* dlsym's object pointer to a function pointer */
   return f;
 }
+
+void hp_mpi_warn_once(int *done, const char *what) {
+  if (__atomic_exchange_n(done, 1, __ATOMIC_RELAXED)) return;
+  /* HUGEPOOL_WARN as libhugepool_preload.so read it at load, by the option
+   * table's rules (option-reader.h); without the preload, the default (1). */
+  hp_preload_option_fn get = (hp_preload_option_fn)as_function(dlsym(RTLD_DEFAULT, HP_PRELOAD_OPTION_SYMBOL));
+  long long value = 1;
+  if (get && get("HUGEPOOL_WARN", &value) == 0 && value == 0) return;
+  (void)fprintf(stderr, "hugepool[%ld]: %s\n", (long)getpid(), what);
+}
+
+/* ---- finding the program's MPI library ---------------------------------- */
 
 typedef struct loaded {
   const char *names[256];

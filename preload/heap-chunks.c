@@ -36,7 +36,7 @@
 #include <time.h>
 
 #include "heap.h"
-#include "internal.h"
+#include "hooks.h"
 
 #define PAGE ((size_t)4096)
 #define PAGES (HPL_2M / PAGE) /* 512 per chunk, page 0 the map */

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "hooks.h"
 
 #ifndef HUGEPOOL_PRELOAD_LIB
 #error "HUGEPOOL_PRELOAD_LIB: the path of libhugepool_preload.so, set by preload/CMakeLists.txt"

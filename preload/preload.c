@@ -13,8 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h" /* the core's option table, hooks and diagnostics */
-#include "split.h"
+#include "hooks.h" /* the core's option table, hooks and diagnostics */
 
 _Atomic size_t hpl_threshold = (size_t)1 << 20; /* the option's default until init */
 atomic_bool hpl_small_heap_on;
@@ -344,4 +343,14 @@ void *hpl_memalign(size_t alignment, size_t size) {
     count_small_fallback();
   }
   return __libc_memalign(alignment, size); /* free() tells the sources apart */
+}
+
+/* The MPI entry points' option reader (lib/option-reader.h): the values
+ * read at load, with the option table's rules. */
+int hugepool_preload_option(const char *name, long long *value) {
+  hp_option_id id = name ? option_find(name, strlen(name)) : HP_OPT_COUNT;
+  if (id == HP_OPT_COUNT || !value) return -1;
+  (void)ready(); /* the options are read (at the latest now) */
+  *value = option_get(id);
+  return 0;
 }

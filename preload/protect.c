@@ -21,8 +21,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "hooks.h" /* split.c's 4 KB granularity */
 #include "preload.h"
-#include "split.h"
 
 #define HPL_EXPORT __attribute__((visibility("default")))
 

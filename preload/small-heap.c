@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "heap.h"
-#include "internal.h"
+#include "hooks.h"
 
 /* The private jemalloc's entry points (jemalloc-private.cmake). */
 void *hpje_mallocx(size_t size, int flags);

@@ -44,7 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "helper.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "helper.h"
 
 #ifndef HUGEPOOL_RESERVE_TEST_ROOT
 #error "fake.c belongs to the test build only"

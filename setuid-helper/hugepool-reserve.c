@@ -120,6 +120,10 @@ int main(int argc, char *argv[]) {
   who.uid = getuid();
   who.gid = getgid();
   who.source = "helper";
+#ifdef HUGEPOOL_RESERVE_TEST_ROOT
+  /* Test builds only; the parsers are the same objects in every build. */
+  if (argc == 2 && strcmp(argv[1], "--test-env") == 0) return test_env();
+#endif
   if (reserve_parse_args(argc, argv, &rq, &perr) != 0) {
     say(2, "", perr);
     dprintf(2, "%s", usage);
@@ -131,9 +135,6 @@ int main(int argc, char *argv[]) {
     dprintf(1, "%s", usage);
     return RESERVE_OK;
   }
-#ifdef HUGEPOOL_RESERVE_TEST_ROOT
-  if (rq.action == ACT_TEST_ENV) return test_env();
-#endif
 
   /* Room for as many groups as Linux allows (65536): a smaller array would
    * refuse, or cut, a caller with many. */

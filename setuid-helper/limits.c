@@ -34,7 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "helper.h"
 
 unsigned long long grants_of_size(const struct reserve_grants *gs, uid_t uid, unsigned size_kb) {
   unsigned long long n = 0;

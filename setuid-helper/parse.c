@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "reserve.h"
-#include "size.h"
+#include "../lib/size.h" /* by its path: lib/ is on no privileged include path */
 
 int reserve_parse_count(const char *s, unsigned long long max, unsigned long long *out) {
   unsigned long long v = 0;
@@ -49,17 +49,13 @@ int reserve_parse_args(int argc, char *const argv[], struct reserve_request *rq,
     const char *a = argv[i];
     unsigned long long v;
     if (a == NULL) break;
-    if (strcmp(a, "--help") == 0 || strcmp(a, "--status") == 0 || strcmp(a, "--release") == 0
-#ifdef HUGEPOOL_RESERVE_TEST_ROOT
-        || strcmp(a, "--test-env") == 0
-#endif
-    ) {
+    if (strcmp(a, "--help") == 0 || strcmp(a, "--status") == 0 || strcmp(a, "--release") == 0) {
       if (have_mode) {
         *err = "only one of --help, --status, --release may be given";
         return -1;
       }
       have_mode = 1;
-      rq->action = a[2] == 'h' ? ACT_HELP : a[2] == 's' ? ACT_STATUS : a[2] == 'r' ? ACT_RELEASE : ACT_TEST_ENV;
+      rq->action = a[2] == 'h' ? ACT_HELP : a[2] == 's' ? ACT_STATUS : ACT_RELEASE;
     } else if (strcmp(a, "--node") == 0) {
       if (have_node || i + 1 >= argc || reserve_parse_count(argv[i + 1], RESERVE_MAX_NODE, &v) != 0) {
         *err = "--node needs one node number (0-1023)";

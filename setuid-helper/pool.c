@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE /* dprintf */
-/* hugepool-reserve: the site config, who may ask, granting pages, the
- * status, the audit log.  Shared by the helper and the Slurm plugin; it
- * never execs, never uses a shell.  Rules kept:
+/* hugepool-reserve: who may ask, granting pages, the status.  Shared by
+ * the helper and the Slurm plugin; it never execs, never uses a shell.
+ * Rules kept:
  *
- *  1. No symlink is followed: the config is opened O_NOFOLLOW and must be
- *     a regular root-owned file, not writable by group or others, in a
- *     directory of the same kind; anything else refuses everything.
+ *  1. The config is the one config.c loaded under its rules (no symlink,
+ *     root-owned, not writable by group or others); anything else refuses
+ *     everything.
  *  2. Only members of the config's group (or root) may ask; with
  *     require_job, only owners of a job on the node (root-owned registry
  *     entries only).
@@ -27,75 +27,13 @@
  *     to PAGES (never raised by a sum) only after the pool has grown.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <grp.h>
-#include <pwd.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <syslog.h>
 #include <unistd.h>
 
-#include "internal.h"
-
-/* ---- audit ---- */
-
-void reserve_audit(const struct reserve_caller *who, const char *fmt, ...) {
-  char msg[512];
-  const struct passwd *pw = getpwuid(who->uid);
-  int n = snprintf(msg, sizeof msg, "uid=%lu user=%s source=%s job=%lu ", (unsigned long)who->uid,
-                   pw != NULL ? pw->pw_name : "?", who->source, who->job);
-  va_list ap;
-  if (n < 0 || (size_t)n >= sizeof msg) n = 0;
-  va_start(ap, fmt);
-  (void)vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
-  va_end(ap);
-  syslog(LOG_AUTHPRIV | LOG_NOTICE, "%s", msg);
-}
-
-/* ---- config ---- */
-
-static int owned_by_root_not_writable(const struct stat *st) {
-  return st->st_uid == 0 && (st->st_mode & (S_IWGRP | S_IWOTH)) == 0;
-}
-
-int reserve_load_config(struct reserve_config *c, char *err, size_t errlen) {
-  char buf[RESERVE_CONF_MAX + 2], perr[160], dir[sizeof RESERVE_CONF_FILE];
-  struct stat st;
-  size_t len;
-  char *slash;
-  int fd, rc;
-  memcpy(dir, RESERVE_CONF_FILE, sizeof dir);
-  slash = strrchr(dir, '/');
-  if (slash != NULL && slash != dir) *slash = '\0';
-  if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || !owned_by_root_not_writable(&st)) {
-    snprintf(err, errlen, "config directory %s must be a root-owned directory not writable by group or others", dir);
-    return -1;
-  }
-  fd = open(RESERVE_CONF_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) {
-    snprintf(err, errlen, "cannot open config %s: %s", RESERVE_CONF_FILE, strerror(errno));
-    return -1;
-  }
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !owned_by_root_not_writable(&st)) {
-    close(fd);
-    snprintf(err, errlen, "config %s must be a regular file owned by root and not writable by group or others",
-             RESERVE_CONF_FILE);
-    return -1;
-  }
-  rc = read_fd_all(fd, buf, sizeof buf, &len);
-  close(fd);
-  if (rc != 0) {
-    snprintf(err, errlen, "cannot read config %s (at most %d bytes)", RESERVE_CONF_FILE, RESERVE_CONF_MAX);
-    return -1;
-  }
-  if (reserve_parse_config(buf, len, c, perr, sizeof perr) != 0) {
-    snprintf(err, errlen, "config %s: %s", RESERVE_CONF_FILE, perr);
-    return -1;
-  }
-  return 0;
-}
+#include "helper.h"
 
 /* ---- authorization ---- */
 

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "helper.h"
 
 /* ---- what other users were promised ---- */
 

@@ -2,15 +2,18 @@
 /* hugepool-reserve: shared declarations.
  *
  * parse.c   pure parsers (numbers, arguments, config, grant table); no I/O,
- *           so the fuzz target and the unit tests call them directly.
+ *           so the fuzz target and the unit tests call them directly; the
+ *           config's parser is declared in config-parse.h (the doctor's).
  * the rest  the privileged core (pool.c, release.c, state.c, sysfs.c; see
- *           internal.h), linked into the helper and the Slurm SPANK plugin.
+ *           helper.h), linked into the helper and the Slurm SPANK plugin.
  */
 #ifndef HUGEPOOL_RESERVE_H
 #define HUGEPOOL_RESERVE_H
 
 #include <stddef.h>
 #include <sys/types.h>
+
+#include "config-parse.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,8 +22,6 @@ extern "C" {
 #define RESERVE_MAX_PAGES 10000000ULL /* largest PAGES accepted on the command line */
 #define RESERVE_MAX_NODE 1023
 #define RESERVE_MAX_GRANTS 512
-#define RESERVE_MAX_GROUPS 256 /* the Slurm plugin's look-up of a job user's groups */
-#define RESERVE_CONF_MAX 4096    /* bytes */
 #define RESERVE_GRANTS_MAX 32768 /* bytes */
 #define RESERVE_PAGE_2M 2048U    /* kB */
 #define RESERVE_PAGE_1G 1048576U /* kB */
@@ -31,7 +32,7 @@ extern "C" {
  * (except "0" itself), value <= max.  Returns 0 and sets *out, or -1. */
 int reserve_parse_count(const char *s, unsigned long long max, unsigned long long *out);
 
-enum reserve_action { ACT_GRANT, ACT_STATUS, ACT_RELEASE, ACT_HELP, ACT_TEST_ENV };
+enum reserve_action { ACT_GRANT, ACT_STATUS, ACT_RELEASE, ACT_HELP };
 
 struct reserve_request {
   enum reserve_action action;
@@ -43,20 +44,6 @@ struct reserve_request {
 
 /* Returns 0, or -1 with *err set to a static message. */
 int reserve_parse_args(int argc, char *const argv[], struct reserve_request *rq, const char **err);
-
-struct reserve_config {
-  unsigned long long max_pages;         /* per user on this node, in 2 MB pages */
-  unsigned max_permille;                /* hugetlb memory <= this/1000 of MemTotal */
-  unsigned long long min_free_mb;       /* MemAvailable that must remain */
-  char group[64];                       /* group allowed to use the helper */
-  int require_job;                      /* caller must own a Slurm job on the node */
-  int require_isolation;                /* refuse a job's tasks when its hugetlb cgroup cannot be set up */
-  int default_job_pages_set;            /* default_job_pages was given */
-  unsigned long long default_job_pages; /* reservation limit of a job without --hugepages */
-};
-
-/* Parses the site config.  Returns 0, or -1 with a message in err. */
-int reserve_parse_config(const char *text, size_t len, struct reserve_config *c, char *err, size_t errlen);
 
 struct reserve_grant_entry {
   uid_t uid;

@@ -48,7 +48,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "helper.h"
 
 SPANK_PLUGIN(hugepool, 1)
 

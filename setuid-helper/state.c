@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "helper.h"
 
 static int intent_reconcile(const struct reserve_caller *who, struct state *s);
 

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "helper.h"
 
 /* ---- small files ---- */
 

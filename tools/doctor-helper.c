@@ -18,7 +18,8 @@
 #include <unistd.h>
 
 #include "doctor.h"
-#include "reserve.h"
+#include "doctor-util.h"
+#include "config-parse.h"
 
 #ifndef DOCTOR_RESERVE_CONF
 #define DOCTOR_RESERVE_CONF "/etc/hugepool/reserve.conf"
@@ -217,32 +218,17 @@ static void check_owned(const char *path, int dir, mode_t mode, uid_t uid, gid_t
   }
 }
 
-void dr_check_helper(const struct dr_need *need, int pool_short) {
-  dr_section("helper", "hugepool-reserve (pool helper for users without root)");
-  helper_sev = pool_short ? DR_WARNING : DR_INFO;
-  const char *bin = find_helper();
-  uid_t uid = getuid();
-  char me[64];
-  user_name(uid, me, sizeof me);
-  unsigned long long want = need->pages_2m ? need->pages_2m : 1;
-  if (!bin) {
-    dr_row("not installed");
-    dr_kv_str("installed", "no");
-    if (pool_short && geteuid() != 0)
-      dr_problem(DR_WARNING,
-                 "install the hugepool-helper package, or run setuid-helper/install.sh from hugepool's source "
-                 "tree   (as root)",
-                 "the pool is short and hugepool-reserve is not installed: only root can grow the pool");
-    return;
-  }
+/* The binary: owned by root, setgid to its own group, mode 2711, not on a
+ * nosuid mount.  Returns 0 with *out and its group's name in gname, or -1
+ * when it cannot be looked at. */
+static int check_helper_binary(const char *bin, struct stat *out, char *gname, size_t glen, int *bad_out) {
   struct stat st;
   int bad = 0;
   if (dr_stat(bin, &st) != 0) {
     dr_row("%s: cannot stat", bin);
-    return;
+    return -1;
   }
-  char gname[64];
-  group_name(st.st_gid, gname, sizeof gname);
+  group_name(st.st_gid, gname, glen);
   const char *expect_group = st.st_gid != 0 ? gname : "hugepool";
   dr_row("binary %s: uid %lu, group %s, mode %04o", bin, (unsigned long)st.st_uid, gname,
          (unsigned)(st.st_mode & 07777));
@@ -266,9 +252,14 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
     dr_problem(helper_sev, fix, "%s is on %s, mounted nosuid: its setgid bit is ignored", bin, mnt);
     bad = 1;
   }
-  gid_t hgid = st.st_gid;
+  *out = st;
+  *bad_out = bad;
+  return 0;
+}
 
-  /* The config: where the helper reads it, checked as the helper checks it. */
+/* The config: where the helper reads it, checked as the helper checks it.
+ * Returns 1 with the config in *out, or 0 (*bad set). */
+static int check_helper_config(struct reserve_config *out, int *bad) {
   struct reserve_config cfg;
   int cfg_ok = 0;
   char text[RESERVE_CONF_MAX + 2];
@@ -279,24 +270,24 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
                "'min_free_mb 2048' 'group hugepool-users' 'require_job no' > " DOCTOR_RESERVE_CONF
                " && chmod 0644 " DOCTOR_RESERVE_CONF "   (as root, then adjust the limits)",
                "the helper's config %s is missing: it refuses every request", DOCTOR_RESERVE_CONF);
-    bad = 1;
+    *bad = 1;
   } else if (!S_ISREG(cs.st_mode) || cs.st_uid != 0 || (cs.st_mode & 022)) {
     dr_problem(helper_sev, "chown root:root " DOCTOR_RESERVE_CONF " && chmod 0644 " DOCTOR_RESERVE_CONF "   (as root)",
                "the helper's config %s must be a regular file owned by root, not writable by group or others (uid "
                "%lu, mode %04o): the helper refuses it",
                DOCTOR_RESERVE_CONF, (unsigned long)cs.st_uid, (unsigned)(cs.st_mode & 07777));
-    bad = 1;
+    *bad = 1;
   } else {
     long n = dr_read(DOCTOR_RESERVE_CONF, text, sizeof text);
     char err[256] = "";
     if (n < 0 || n > RESERVE_CONF_MAX) {
       dr_problem(helper_sev, "sudoedit " DOCTOR_RESERVE_CONF, "the helper's config %s is unreadable or over %d bytes",
                  DOCTOR_RESERVE_CONF, RESERVE_CONF_MAX);
-      bad = 1;
+      *bad = 1;
     } else if (reserve_parse_config(text, (size_t)n, &cfg, err, sizeof err) != 0) {
       dr_problem(helper_sev, "sudoedit " DOCTOR_RESERVE_CONF, "the helper refuses its config %s: %s", DOCTOR_RESERVE_CONF,
                  err);
-      bad = 1;
+      *bad = 1;
     } else {
       cfg_ok = 1;
       dr_row("config %s: max_pages %llu, max_fraction %u.%03u, min_free_mb %llu, group %s, require_job %s",
@@ -310,40 +301,61 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
       dr_kv_num("require_job", cfg.require_job);
     }
   }
+  if (cfg_ok) *out = cfg;
+  return cfg_ok;
+}
 
-  /* State, sysfs modes, boot rule. */
-  if (st.st_gid != 0) {
-    check_owned(DOCTOR_RESERVE_STATE_DIR, 1, 0750, 0, hgid, gname, &bad);
-    check_owned(DOCTOR_RESERVE_STATE_DIR "/lock", 0, 0660, 0, hgid, gname, &bad);
-    check_owned(DOCTOR_RESERVE_STATE_DIR "/grants", 0, 0660, 0, hgid, gname, &bad);
-    struct stat ss;
-    const char *pool = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
-    if (dr_stat(pool, &ss) == 0 && (ss.st_gid != hgid || !(ss.st_mode & S_IWGRP))) {
-      (void)snprintf(fix, sizeof fix,
-                     "chgrp %s /sys/kernel/mm/hugepages/hugepages-*/nr_hugepages "
-                     "/sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages && chmod 0664 "
-                     "/sys/kernel/mm/hugepages/hugepages-*/nr_hugepages "
-                     "/sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages   (as root)",
-                     gname);
-      dr_problem(helper_sev, fix,
-                 "%s is not writable by group %s (sysfs forgot the mode at boot?): the helper cannot "
-                 "resize the pool",
-                 pool, gname);
-      bad = 1;
-    }
-    struct stat ts;
-    if (dr_lstat(TMPFILES_RULE, &ts) != 0 && dr_lstat(TMPFILES_RULE_PKG, &ts) != 0) {
-      (void)snprintf(fix, sizeof fix,
-                     "printf '%%s\\n' 'z /sys/kernel/mm/hugepages/hugepages-*/nr_hugepages 0664 root %s -' 'z "
-                     "/sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages 0664 root %s -' "
-                     "'d " DOCTOR_RESERVE_JOBS_DIR " 0755 root root -' > " TMPFILES_RULE "   (as root)",
-                     gname, gname);
-      dr_problem(helper_sev, fix, "%s is missing: the pool files lose their group write access at the next boot",
-                 TMPFILES_RULE);
-    }
+/* The state files, the pool files' group access and the boot rule that
+ * keeps it, for a helper of group hgid (gname). */
+static void check_helper_state(gid_t hgid, const char *gname, int *bad) {
+  char fix[800];
+  check_owned(DOCTOR_RESERVE_STATE_DIR, 1, 0750, 0, hgid, gname, bad);
+  check_owned(DOCTOR_RESERVE_STATE_DIR "/lock", 0, 0660, 0, hgid, gname, bad);
+  check_owned(DOCTOR_RESERVE_STATE_DIR "/grants", 0, 0660, 0, hgid, gname, bad);
+  struct stat ss;
+  const char *pool = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
+  if (dr_stat(pool, &ss) == 0 && (ss.st_gid != hgid || !(ss.st_mode & S_IWGRP))) {
+    (void)snprintf(fix, sizeof fix,
+                   "chgrp %s /sys/kernel/mm/hugepages/hugepages-*/nr_hugepages "
+                   "/sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages && chmod 0664 "
+                   "/sys/kernel/mm/hugepages/hugepages-*/nr_hugepages "
+                   "/sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages   (as root)",
+                   gname);
+    dr_problem(helper_sev, fix,
+               "%s is not writable by group %s (sysfs forgot the mode at boot?): the helper cannot "
+               "resize the pool",
+               pool, gname);
+    *bad = 1;
   }
+  struct stat ts;
+  if (dr_lstat(TMPFILES_RULE, &ts) != 0 && dr_lstat(TMPFILES_RULE_PKG, &ts) != 0) {
+    (void)snprintf(fix, sizeof fix,
+                   "printf '%%s\\n' 'z /sys/kernel/mm/hugepages/hugepages-*/nr_hugepages 0664 root %s -' 'z "
+                   "/sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages 0664 root %s -' "
+                   "'d " DOCTOR_RESERVE_JOBS_DIR " 0755 root root -' > " TMPFILES_RULE "   (as root)",
+                   gname, gname);
+    dr_problem(helper_sev, fix, "%s is missing: the pool files lose their group write access at the next boot",
+               TMPFILES_RULE);
+  }
+}
 
-  /* May this user use it? */
+/* Is this shell in a Slurm job the helper's registry (root-owned) knows? */
+static int in_own_job(void) {
+  const char *job = getenv("SLURM_JOB_ID");
+  char path[256];
+  struct stat js;
+  int in_job = 0;
+  if (job && strspn(job, "0123456789") == strlen(job) && strlen(job) < 20) {
+    (void)snprintf(path, sizeof path, DOCTOR_RESERVE_JOBS_DIR "/%s", job);
+    in_job = dr_lstat(path, &js) == 0 && S_ISREG(js.st_mode) && js.st_uid == 0;
+  }
+  return in_job;
+}
+
+/* May this user use it?  bad: installation problems; cfg: the config when
+ * cfg_ok. */
+static const char *helper_may_use(int bad, int cfg_ok, const struct reserve_config cfg, uid_t uid, const char *me) {
+  char fix[800];
   const char *may = "no";
   if (bad) {
     may = "no (installation problems above)";
@@ -367,15 +379,7 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
                  cfg.group);
       may = "no (not in its group)";
     } else if (cfg.require_job) {
-      const char *job = getenv("SLURM_JOB_ID");
-      char path[256];
-      struct stat js;
-      int in_job = 0;
-      if (job && strspn(job, "0123456789") == strlen(job) && strlen(job) < 20) {
-        (void)snprintf(path, sizeof path, DOCTOR_RESERVE_JOBS_DIR "/%s", job);
-        in_job = dr_lstat(path, &js) == 0 && S_ISREG(js.st_mode) && js.st_uid == 0;
-      }
-      if (!in_job) {
+      if (!in_own_job()) {
         dr_problem(helper_sev,
                    "srun --hugepages=N ...   (or run hugepool-reserve inside your job)",
                    "the config requires a Slurm job of yours on this node (require_job yes) and this shell is not in "
@@ -388,6 +392,35 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
       may = "yes";
     }
   }
+  return may;
+}
+
+void dr_check_helper(const struct dr_need *need, int pool_short) {
+  dr_section("helper", "hugepool-reserve (pool helper for users without root)");
+  helper_sev = pool_short ? DR_WARNING : DR_INFO;
+  const char *bin = find_helper();
+  uid_t uid = getuid();
+  char me[64];
+  user_name(uid, me, sizeof me);
+  unsigned long long want = need->pages_2m ? need->pages_2m : 1;
+  if (!bin) {
+    dr_row("not installed");
+    dr_kv_str("installed", "no");
+    if (pool_short && geteuid() != 0)
+      dr_problem(DR_WARNING,
+                 "install the hugepool-helper package, or run setuid-helper/install.sh from hugepool's source "
+                 "tree   (as root)",
+                 "the pool is short and hugepool-reserve is not installed: only root can grow the pool");
+    return;
+  }
+  struct stat st;
+  char gname[64];
+  int bad = 0;
+  if (check_helper_binary(bin, &st, gname, sizeof gname, &bad) != 0) return;
+  struct reserve_config cfg = {0};
+  int cfg_ok = check_helper_config(&cfg, &bad);
+  if (st.st_gid != 0) check_helper_state(st.st_gid, gname, &bad);
+  const char *may = helper_may_use(bad, cfg_ok, cfg, uid, me);
   if (cfg_ok && want > cfg.max_pages)
     dr_problem(helper_sev, "", "the job needs %llu 2 MB pages; the site allows one user %llu through the helper", want,
                cfg.max_pages);

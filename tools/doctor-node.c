@@ -13,9 +13,9 @@
 #include <unistd.h> /* environ */
 
 #include "doctor.h"
-/* The library's option table and parsers (lib/option-table.c, linked in);
- * by path, as setuid-helper/ has an internal.h of its own. */
-#include "../lib/internal.h"
+#include "doctor-util.h"
+/* The library's option table and parsers (lib/option-table.c, linked in). */
+#include "../lib/options.h"
 
 #define MB (1ULL << 20)
 #define UNLIMITED_BYTES (1ULL << 62) /* cgroup v1 prints ~2^63 for "no limit" */
@@ -127,12 +127,39 @@ static int buddy_blocks(const char *buddy, int node, int order, unsigned long lo
   return 0;
 }
 
-void dr_check_pools(const struct dr_need *need, unsigned long long *free_2m, unsigned long long *reservable_2m) {
+/* One size's rows per NUMA node (nodes without its files are left out). */
+static void pool_node_rows(unsigned long long kb, const char *label, const int *nodes, size_t nnodes) {
+  char path[PATH_MAX];
+  for (size_t j = 0; j < nnodes; j++) {
+    unsigned long long nnr = 0, nfr = 0, nsp = 0;
+    const char *nf[] = {"nr_hugepages", "free_hugepages", "surplus_hugepages"};
+    unsigned long long *nv[] = {&nnr, &nfr, &nsp};
+    int ok = 0;
+    for (int k = 0; k < 3; k++) {
+      (void)snprintf(path, sizeof path, "/sys/devices/system/node/node%d/hugepages/hugepages-%llukB/%s", nodes[j], kb,
+                     nf[k]);
+      ok += dr_read_ull(path, nv[k]) == 0;
+    }
+    if (!ok) continue;
+    dr_row("%-6s node %d:    total %llu, free %llu, surplus %llu", label, nodes[j], nnr, nfr, nsp);
+    dr_kv_num("page_kb", (long long)kb);
+    dr_kv_num("node", nodes[j]);
+    dr_kv_num("total", (long long)nnr);
+    dr_kv_num("free", (long long)nfr);
+    dr_kv_num("surplus", (long long)nsp);
+  }
+}
+
+/* What the pools hold, machine-wide and per node. */
+struct pool_sum {
+  int have_2m, have_1g;
+  unsigned long long nr_2m, usable_2m, over_2m, surplus_2m;
+};
+
+static void pool_rows(const int *nodes, size_t nnodes, struct pool_sum *sum) {
   unsigned long long sizes[8];
   size_t nsizes = list_sizes(sizes, 8);
-  int nodes[256];
-  size_t nnodes = list_nodes(nodes, 256);
-  char label[32], path[PATH_MAX], meminfo[4096];
+  char label[32], path[PATH_MAX];
   int have_2m = 0, have_1g = 0;
   unsigned long long nr_2m = 0, usable_2m = 0, over_2m = 0, surplus_2m = 0;
 
@@ -164,26 +191,16 @@ void dr_check_pools(const struct dr_need *need, unsigned long long *free_2m, uns
       surplus_2m = sp;
     }
     if (kb == 1048576) have_1g = 1;
-    for (size_t j = 0; j < nnodes; j++) {
-      unsigned long long nnr = 0, nfr = 0, nsp = 0;
-      const char *nf[] = {"nr_hugepages", "free_hugepages", "surplus_hugepages"};
-      unsigned long long *nv[] = {&nnr, &nfr, &nsp};
-      int ok = 0;
-      for (int k = 0; k < 3; k++) {
-        (void)snprintf(path, sizeof path, "/sys/devices/system/node/node%d/hugepages/hugepages-%llukB/%s", nodes[j], kb,
-                       nf[k]);
-        ok += dr_read_ull(path, nv[k]) == 0;
-      }
-      if (!ok) continue;
-      dr_row("%-6s node %d:    total %llu, free %llu, surplus %llu", label, nodes[j], nnr, nfr, nsp);
-      dr_kv_num("page_kb", (long long)kb);
-      dr_kv_num("node", nodes[j]);
-      dr_kv_num("total", (long long)nnr);
-      dr_kv_num("free", (long long)nfr);
-      dr_kv_num("surplus", (long long)nsp);
-    }
+    pool_node_rows(kb, label, nodes, nnodes);
   }
+  *sum = (struct pool_sum){have_2m, have_1g, nr_2m, usable_2m, over_2m, surplus_2m};
+}
 
+/* The "reservable" section; *now_total: free order-9 blocks, *max_total:
+ * what compaction could make, summed over the nodes. */
+static void reservable_rows(const int *nodes, size_t nnodes, unsigned long long *now_total_out,
+                            unsigned long long *max_total_out) {
+  char path[PATH_MAX], meminfo[4096];
   /* What could still be added to the pools now.  2 MB pages need free blocks
    * of order 9 (buddyinfo); compaction can make more, never beyond MemFree.
    * 1 GB pages need contiguous 1 GB ranges the buddy lists do not show:
@@ -219,9 +236,16 @@ void dr_check_pools(const struct dr_need *need, unsigned long long *free_2m, uns
     now_total += have_buddy ? blocks : 0;
     max_total += max2;
   }
-  *free_2m = usable_2m;
-  *reservable_2m = now_total;
+  *now_total_out = now_total;
+  *max_total_out = max_total;
+}
 
+/* The problems: no 2 MB pool, no 1 GB pool, a pool short of the need. */
+static void judge_pools(const struct dr_need *need, const struct pool_sum *sum, unsigned long long now_total,
+                        unsigned long long max_total) {
+  int have_2m = sum->have_2m, have_1g = sum->have_1g;
+  unsigned long long nr_2m = sum->nr_2m, usable_2m = sum->usable_2m, over_2m = sum->over_2m,
+                     surplus_2m = sum->surplus_2m;
   unsigned long long want = need->pages_2m ? need->pages_2m : 1;
   if (!have_2m) {
     dr_problem(DR_ERROR, "",
@@ -260,6 +284,18 @@ void dr_check_pools(const struct dr_need *need, unsigned long long *free_2m, uns
                  "the pool by %llu will come up short",
                  max_total, now_total, add);
   }
+}
+
+void dr_check_pools(const struct dr_need *need, unsigned long long *free_2m, unsigned long long *reservable_2m) {
+  int nodes[256];
+  size_t nnodes = list_nodes(nodes, 256);
+  struct pool_sum sum;
+  unsigned long long now_total = 0, max_total = 0;
+  pool_rows(nodes, nnodes, &sum);
+  reservable_rows(nodes, nnodes, &now_total, &max_total);
+  *free_2m = sum.usable_2m;
+  *reservable_2m = now_total;
+  judge_pools(need, &sum, now_total, max_total);
 }
 
 void dr_check_mounts_thp(void) {

@@ -8,7 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "common.hpp"
+#include "core_test.hpp"
 #include "hugepool/allocator.hpp"
 
 using namespace test;

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <vector>
 
-#include "common.hpp"
+#include "core_test.hpp"
 
 using namespace test;
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <thread>
 
-#include "common.hpp"
+#include "core_test.hpp"
 
 using namespace test;
 

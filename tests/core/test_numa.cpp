@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "common.hpp"
+#include "core_test.hpp"
 
 using namespace test;
 

@@ -3,8 +3,8 @@
 // naming the variable and the default for every bad value.
 #include <catch2/catch.hpp>
 
-#include "common.hpp"
-#include "internal.h"
+#include "core_test.hpp"
+#include "options.h"
 #include "size.h"
 
 #include <sstream>

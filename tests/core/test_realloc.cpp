@@ -17,8 +17,9 @@
 #include <thread>
 #include <vector>
 
-#include "common.hpp"
-#include "internal.h"
+#include "core_test.hpp"
+#include "alloc.h"
+#include "registry.h"
 
 using namespace test;
 

@@ -13,9 +13,9 @@
 #include <sstream>
 #include <string>
 
-#include "common.hpp"
+#include "core_test.hpp"
 #include "growth.hpp"
-#include "internal.h"
+#include "os.h"
 
 using namespace test;
 

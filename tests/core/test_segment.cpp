@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "common.hpp"
+#include "core_test.hpp"
 
 using test::MiB;
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "common.hpp"
+#include "core_test.hpp"
 
 using namespace test;
 

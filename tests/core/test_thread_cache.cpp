@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "common.hpp"
+#include "core_test.hpp"
 
 using namespace test;
 

@@ -8,7 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "common.hpp"
+#include "preload_test.hpp"
 
 static constexpr size_t MiB = size_t(1) << 20;
 

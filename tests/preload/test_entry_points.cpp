@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "common.hpp"
+#include "preload_test.hpp"
 
 static constexpr size_t MiB = size_t(1) << 20;
 // Called through volatile pointers so the compiler cannot judge the bad input itself.

@@ -5,7 +5,7 @@
 
 #include <csignal>
 
-#include "common.hpp"
+#include "preload_test.hpp"
 
 static constexpr size_t MiB = size_t(1) << 20;
 

@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <vector>
 
-#include "common.hpp"
+#include "preload_test.hpp"
 
 static constexpr size_t MiB = size_t(1) << 20;
 static constexpr size_t KiB4 = 4096;

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "common.hpp"
+#include "preload_test.hpp"
 #include "growth.hpp"
 
 namespace {

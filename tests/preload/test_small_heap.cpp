@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "common.hpp"
+#include "preload_test.hpp"
 #include "heap_stress.hpp"
 
 static constexpr size_t MiB = size_t(1) << 20;

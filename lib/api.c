@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The public C API (include/hugepool/hugepool.h) around the allocation path
+ * (alloc.c): allocation and free, ownership, run-time settings, trim,
+ * statistics.  The top of the core with init.c: every function starts the
+ * core first (hp_ensure_init), so nothing below has to.  (hugepool_realloc
+ * is realloc.c's, the segments segment.c's, the statistics' text stats.c's.)
+ * The preload's free hooks (hooks.h) are here too: they start the core as
+ * hugepool_free does. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "cache.h"
+#include "hooks.h"
+#include "init.h"
+#include "registry.h"
+#include "tcache.h"
+
+void *hugepool_alloc(size_t bytes) {
+  hp_ensure_init();
+  bool fresh;
+  return hp_allocate(bytes, HUGEPOOL_ANY_NODE, &fresh);
+}
+
+void *hugepool_alloc_on_node(size_t bytes, int node) {
+  hp_ensure_init();
+  bool fresh;
+  return hp_allocate(bytes, node, &fresh);
+}
+
+void *hugepool_calloc(size_t count, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(count, size, &bytes)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  hp_ensure_init();
+  bool fresh = false;
+  void *p = hp_allocate(bytes, HUGEPOOL_ANY_NODE, &fresh);
+  if (p && !fresh) memset(p, 0, bytes);
+  return p;
+}
+
+/* A free starts the core too: it may come before any allocation (the
+ * preload's free of a 2 MB-aligned pointer from glibc).  errno is kept, as
+ * free keeps it. */
+static bool free_started(void *ptr, bool keep, bool quiet) {
+  if (!ptr) return false;
+  int saved = errno;
+  hp_ensure_init();
+  errno = saved;
+  return alloc_free(ptr, keep, quiet);
+}
+
+void hugepool_free(void *ptr) { (void)free_started(ptr, true, false); }
+
+void hp_free_to_pool(void *ptr) { (void)free_started(ptr, false, false); }
+
+bool hp_free_if_live(void *ptr) { return free_started(ptr, true, true); }
+
+/* The live block at ptr: this thread's own handed-out blocks first (no
+ * shared lock), then the registry, asking a thread cache about its entries. */
+static const hp_block *find_live(const void *ptr, hp_block *copy) {
+  hp_tcache *tc = tcache_self_if_any();
+  if (tc && tcache_find_own(tc, ptr, copy)) return copy;
+  for (;;) {
+    if (!registry_find(ptr, copy)) return NULL;
+    if (!copy->tc) return copy;
+    hp_block marked = *copy;
+    int rc = tcache_lookup(&marked, copy);
+    if (rc >= 0) return rc ? copy : NULL;
+  }
+}
+
+size_t hugepool_usable_size(const void *ptr) {
+  hp_block b;
+  return find_live(ptr, &b) ? b.size : 0;
+}
+
+int hugepool_owns(const void *ptr) {
+  hp_block b;
+  return find_live(ptr, &b) != NULL;
+}
+
+hugepool_kind hugepool_kind_of(const void *ptr) {
+  hp_block b;
+  return find_live(ptr, &b) ? (hugepool_kind)b.kind : HUGEPOOL_KIND_NONE;
+}
+
+/* Every cached block, the shared cache's then the threads'. */
+static size_t take_any(hp_block *out, size_t max, void *arg) {
+  (void)arg;
+  size_t n = cache_drain(out, max);
+  return n + tcache_drain(HUGEPOOL_KIND_NONE, out + n, max - n, NULL);
+}
+
+size_t hugepool_trim(void) {
+  hp_ensure_init();
+  return release_batches(take_any, NULL, &hp_stats.trims);
+}
+
+int hugepool_set_policy(hugepool_policy policy) {
+  hp_ensure_init();
+  if (policy != HUGEPOOL_POLICY_STRICT && policy != HUGEPOOL_POLICY_THP && policy != HUGEPOOL_POLICY_SMALL) {
+    errno = EINVAL;
+    return -1;
+  }
+  hp_set_policy(policy);
+  return 0;
+}
+
+hugepool_policy hugepool_get_policy(void) {
+  hp_ensure_init();
+  return hp_current_policy();
+}
+
+int hugepool_set_page_size(size_t page_bytes) {
+  hp_ensure_init();
+  if (page_bytes != HP_2M && page_bytes != HP_1G) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (!os_page_size_supported(page_bytes)) {
+    errno = ENOTSUP;
+    return -1;
+  }
+  hp_set_page_size(page_bytes);
+  return 0;
+}
+
+size_t hugepool_get_page_size(void) {
+  hp_ensure_init();
+  return hp_current_page_size();
+}
+
+static size_t take_over_limits(hp_block *out, size_t max, void *arg) {
+  (void)arg;
+  return cache_shrink_to_limits(out, max);
+}
+
+int hugepool_set_cache_limits(size_t max_slots, size_t max_bytes) {
+  hp_ensure_init();
+  hp_block victims[HP_BATCH];
+  size_t n = 0;
+  pthread_mutex_lock(&hp_lock);
+  int rc = cache_configure(max_slots, max_bytes);
+  if (rc == 0) tcache_return_all(victims, HP_BATCH, &n); /* leases were sized for the old limits */
+  hp_stats.cache_evictions += n;
+  release_mark(victims, n);
+  pthread_mutex_unlock(&hp_lock);
+  release_now(victims, n);
+  if (rc != 0) return -1;
+  release_batches(take_over_limits, NULL, &hp_stats.cache_evictions);
+  return 0;
+}
+
+void hugepool_get_stats(hugepool_stats *out) {
+  if (!out) return;
+  hp_ensure_init();
+  pthread_mutex_lock(&hp_lock);
+  *out = hp_stats;
+  tcache_sum_stats(out);
+  size_t count, bytes;
+  tcache_totals(&count, &bytes);
+  out->bytes_cached = cache_bytes() + bytes;
+  out->cached_buffers = cache_count() + count;
+  out->cache_max_slots = cache_max_slots();
+  out->cache_max_bytes = cache_max_bytes();
+  pthread_mutex_unlock(&hp_lock);
+}
+
+long hugepool_pool_free_pages(int node) {
+  hp_ensure_init();
+  return os_pool_available(hp_current_page_size(), node);
+}
+
+const char *hugepool_policy_name(hugepool_policy policy) {
+  switch (policy) {
+    case HUGEPOOL_POLICY_STRICT: return "strict";
+    case HUGEPOOL_POLICY_THP: return "thp";
+    case HUGEPOOL_POLICY_SMALL: return "small";
+  }
+  return "unknown";
+}
+
+const char *hugepool_kind_name(hugepool_kind kind) {
+  switch (kind) {
+    case HUGEPOOL_KIND_NONE: return "none";
+    case HUGEPOOL_KIND_HUGE_2M: return "hugetlb-2M";
+    case HUGEPOOL_KIND_HUGE_1G: return "hugetlb-1G";
+    case HUGEPOOL_KIND_THP: return "thp";
+    case HUGEPOOL_KIND_SMALL: return "small";
+  }
+  return "unknown";
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The core's atfork handlers (atfork.h): every lock of the core is taken
+ * before fork() and released after it, in the lock order (base.h), so the
+ * child starts with consistent tables; the child then drops its cached
+ * blocks and gets its own copies of live buffers (fork.c). */
+#define _GNU_SOURCE
+#include "atfork.h"
+
+#include <pthread.h>
+
+#include "alloc.h"
+#include "cache.h"
+#include "fork.h"
+#include "registry.h"
+#include "share.h"
+#include "tcache.h"
+
+static void atfork_prepare(void) {
+  pthread_mutex_lock(&hp_lock);
+  tcache_lock_all();
+  registry_lock_all();
+  fork_prepare();
+}
+
+static void atfork_parent(void) {
+  registry_unlock_all();
+  tcache_unlock_all();
+  pthread_mutex_unlock(&hp_lock);
+  fork_parent_wait(); /* until the child has its own copies of the live buffers */
+}
+
+static void drop_in_child(hp_block *batch, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    os_unmap(batch[i].addr, batch[i].size);
+    stats_unmapped(batch[i].size);
+    if (batch[i].kind == HUGEPOOL_KIND_HUGE_2M || batch[i].kind == HUGEPOOL_KIND_HUGE_1G)
+      share_mapped(batch[i].kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : HP_2M, -(long long)batch[i].size);
+  }
+}
+
+static void atfork_child(void) {
+  /* The child's cached mappings are private copy-on-write views of the
+   * parent's: pages the child has no reservation for.  Drop them (from the
+   * shared cache and every thread's) so the child maps (and reserves) its
+   * own buffers instead of reusing them. */
+  hp_block batch[HP_BATCH];
+  size_t n;
+  tcache_unlock_all();   /* tcache_drain takes each lock itself, and the */
+  registry_unlock_all(); /* registry's (this process has one thread now) */
+  while ((n = cache_drain(batch, HP_BATCH)) > 0) drop_in_child(batch, n);
+  while ((n = tcache_drain(HUGEPOOL_KIND_NONE, batch, HP_BATCH, NULL)) > 0) drop_in_child(batch, n);
+  tcache_child_reset(); /* handed-out blocks become plain; other threads' caches lose their owners */
+  /* Releases the parent's other threads had in flight do not happen here:
+   * those mappings stay in the child, untracked, until it exits or execs. */
+  release_forget_in_flight();
+  fork_child_privatize();
+  pthread_mutex_unlock(&hp_lock);
+}
+
+void atfork_install(void) { pthread_atfork(atfork_prepare, atfork_parent, atfork_child); }

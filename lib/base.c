@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The bottom of the core, above the OS layer alone (base.h, warn.h): the
+ * lock and the counters it guards, the settings the public API changes at
+ * run time, warnings and the shortage lines.  It calls nothing of lib/ but
+ * the OS layer; every other file may call it. */
+#define _GNU_SOURCE
+#include "base.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hooks.h"
+
+pthread_mutex_t hp_lock = PTHREAD_MUTEX_INITIALIZER;
+hugepool_stats hp_stats;
+
+void stats_mapped(size_t bytes) {
+  hp_stats.maps++;
+  hp_stats.bytes_mapped += bytes;
+  if (hp_stats.bytes_mapped > hp_stats.bytes_mapped_peak) hp_stats.bytes_mapped_peak = hp_stats.bytes_mapped;
+}
+
+void stats_unmapped(size_t bytes) {
+  hp_stats.unmaps++;
+  hp_stats.bytes_mapped -= bytes;
+}
+
+/* ---- settings ------------------------------------------------------------- */
+
+static _Atomic int hp_policy = HUGEPOOL_POLICY_STRICT;
+static _Atomic size_t hp_page_size = HP_2M;
+
+size_t hp_current_page_size(void) { return atomic_load_explicit(&hp_page_size, memory_order_relaxed); }
+
+void hp_set_page_size(size_t page) { atomic_store(&hp_page_size, page); }
+
+hugepool_policy hp_current_policy(void) { return (hugepool_policy)atomic_load(&hp_policy); }
+
+void hp_set_policy(hugepool_policy policy) { atomic_store(&hp_policy, (int)policy); }
+
+/* ---- warnings ------------------------------------------------------------- */
+
+/* Off until options.c has read HUGEPOOL_WARN (nothing is said before). */
+static atomic_bool warn_on;
+
+void hp_warn_enable(bool on) { atomic_store(&warn_on, on); }
+
+void hp_warn(const char *fmt, ...) {
+  if (!atomic_load_explicit(&warn_on, memory_order_relaxed)) return;
+  char line[1024];
+  int n = snprintf(line, sizeof(line), "hugepool[%ld]: ", os_pid());
+  if (n < 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+  va_end(ap);
+  if (m < 0) return;
+  size_t len = strlen(line);
+  line[len++] = '\n';
+  os_write_stderr(line, len);
+}
+
+/* ---- shortage lines ------------------------------------------------------- */
+
+static atomic_uint hp_shortage_reports;
+static atomic_bool hp_shortage_quiet;
+
+void hp_quiet_shortage(bool quiet) { atomic_store(&hp_shortage_quiet, quiet); }
+
+const char *hp_shortage_advice;
+
+/* One line per process and page size: the first shortage, with what to do
+ * about it.  Later ones are counted (failures), not reported, so a rank that
+ * is refused twice does not print the same advice twice. */
+void hp_report_shortage(size_t size, size_t page, int node) {
+  if (atomic_load_explicit(&hp_shortage_quiet, memory_order_relaxed)) return;
+  unsigned bit = page == HP_1G ? 2U : 1U;
+  if (atomic_fetch_or(&hp_shortage_reports, bit) & bit) return;
+  char pool[400];
+  hp_describe_shortage(pool, sizeof(pool), size, page, node);
+  const char *advice = hp_shortage_advice ? hp_shortage_advice : "allow a fallback with HUGEPOOL_POLICY=thp|small";
+  hp_warn(
+      "cannot map %zu MiB on %s ('hugepool doctor --need SIZE --ranks N' sizes it; MPI: UCX takes 3 pages per "
+      "rank too), or %s. Reported once; every refused request is counted in the statistics",
+      size >> 20, pool, advice);
+}
+
+void hp_describe_shortage(char *buf, size_t len, size_t size, size_t page, int node) {
+  long avail = os_pool_available(page, node);
+  long total = os_pool_total(page, node);
+  char where[32] = "";
+  if (node >= 0) (void)snprintf(where, sizeof(where), " on node %d", node); /* cannot truncate */
+  const char *knob =
+      page == HP_1G ? "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages" : "/proc/sys/vm/nr_hugepages";
+  (void)snprintf(buf, len,
+                 "%s hugetlb pages%s: need %zu pages, %ld free of %ld in the pool; reserve more with 'echo N > %s' "
+                 "(as root) or 'hugepool-reserve N%s'",
+                 page == HP_1G ? "1 GB" : "2 MB", where, size / page, avail, total, knob,
+                 page == HP_1G ? " --size 1G" : ""); /* truncation only shortens the message */
+}

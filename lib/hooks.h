@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* What the preload (preload/) sees of the core, and all it includes of
+ * lib/: the option table and values (and the reader it exports to the MPI
+ * entry points, option-reader.h), the OS layer for its own system calls,
+ * warnings, and the hooks below.  Not installed.
+ *
+ * The preload links the core's objects (libhugepool.a) into its shared
+ * object: these hooks are hidden, the preload's own contract with the core.
+ * Rules: hp_allocate needs the core started (the preload's constructor
+ * starts it, hugepool_get_policy, before its heap maps a chunk); the free
+ * hooks start it themselves, as hugepool_free does (a free may come first).
+ * The hooks take hp_lock and the caches' locks as the public functions do,
+ * and hold none on return. */
+#ifndef HUGEPOOL_HOOKS_H
+#define HUGEPOOL_HOOKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hugepool/hugepool.h"
+#include "option-reader.h"
+#include "options.h"
+#include "os.h"
+#include "warn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* hugepool_alloc() for a caller that wants to know whether the pages are
+ * new (zeroed by the kernel: *fresh) or reused from a cache. */
+HP_INTERNAL void *hp_allocate(size_t bytes, int node, bool *fresh);
+/* hugepool_free() that never caches: the pages go back to the pool now (the
+ * preload's small heap returns its empty chunks with it). */
+HP_INTERNAL void hp_free_to_pool(void *ptr);
+/* hugepool_free() of ptr if it is a live buffer (true; errno kept), else
+ * nothing (false, no warning): one lookup where hugepool_owns() and then
+ * hugepool_free() make two (the preload's free of a 2 MB-aligned pointer). */
+HP_INTERNAL bool hp_free_if_live(void *ptr);
+/* Silences the core's pool-shortage messages (the preload prints its own). */
+HP_INTERNAL void hp_quiet_shortage(bool quiet);
+/* What the shortage line offers instead of a bigger pool (NULL: the
+ * library's HUGEPOOL_POLICY=thp|small); the preload names its own fallback. */
+extern HP_INTERNAL const char *hp_shortage_advice;
+/* Extra counters appended to every statistics report (NULL: none). */
+typedef struct hp_extra_stat {
+  const char *key;   /* JSON key */
+  const char *label; /* text label */
+  unsigned long long value;
+} hp_extra_stat;
+extern HP_INTERNAL size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);
+/* The policy the statistics name (NULL: the core's); the preload's default
+ * is "fallback" (to glibc), which the core does not know. */
+extern HP_INTERNAL const char *hp_stats_policy_label;
+/* Set by a caller that serves refused requests elsewhere (the preload's
+ * fallback to glibc): after a refusal the pool is retried with backoff
+ * (alloc.c).  The core does so by itself only under a fallback policy: a
+ * strict caller that grows the pool and asks again must see the pages. */
+extern HP_INTERNAL bool hp_short_backoff;
+/* 4 KB granularity inside 2 MB pages (split.c), for the preload's mprotect
+ * and madvise (preload/protect.c): see split.h. */
+/* Does [addr, addr + len) begin or end inside a live buffer on 2 MB hugetlb
+ * pages (or on pages of one that were split already)? */
+HP_INTERNAL bool split_touches(const void *addr, size_t len);
+/* Splits the 2 MB pages of live 2 MB-page buffers that the range cuts (the
+ * page holding its first byte if that is not 2 MB aligned, the page holding
+ * its last byte if its end is not), each into 4 KB pages with the same
+ * contents and protection at the same address; its hugetlb page goes back
+ * to the pool.  1: a page of hugepool's was cut (split now or before); 0:
+ * none was (nothing done); -1 with errno: a split failed (nothing changed
+ * for that page). */
+HP_INTERNAL int split_ends(void *addr, size_t len);
+/* 2 MB pages split since the start of the process. */
+HP_INTERNAL uint64_t split_count(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HUGEPOOL_HOOKS_H */

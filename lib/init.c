@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Starting the core (init.h): once per process, the options, then every
+ * module, then the atfork handlers; the report at exit.  The top of the
+ * core with api.c: it calls into every module, and no module calls it. */
+#define _GNU_SOURCE
+#include "init.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "alloc.h"
+#include "atfork.h"
+#include "cache.h"
+#include "launcher.h"
+#include "options.h"
+#include "share.h"
+#include "stats.h"
+#include "tcache.h"
+
+static pthread_once_t hp_once = PTHREAD_ONCE_INIT;
+static atomic_bool hp_ready;
+
+/* The OS layer's reports (os_set_reporter), as any other warning. */
+static void warn_from_os(const char *text) { hp_warn("%s", text); }
+
+/* An exiting thread's cached blocks move to the shared cache. */
+static void thread_exit(hp_tcache *tc) {
+  hp_block victims[HP_BATCH];
+  size_t n = 0;
+  pthread_mutex_lock(&hp_lock);
+  tcache_retire(tc, victims, HP_BATCH, &n);
+  release_mark(victims, n);
+  pthread_mutex_unlock(&hp_lock);
+  release_now(victims, n);
+}
+
+static void init_once(void) {
+  os_set_reporter(warn_from_os);
+  options_init();
+  launcher_init();
+  os_nodes_init();
+  share_init();
+  tcache_init(thread_exit);
+  long long policy = option_get(HP_OPT_POLICY);
+  /* fallback (the preload's): the core refuses, the preload serves from glibc */
+  hp_set_policy(policy == HP_POLICY_FALLBACK ? HUGEPOOL_POLICY_STRICT : (hugepool_policy)policy);
+  size_t page = (size_t)option_get(HP_OPT_PAGE_SIZE);
+  if (!os_page_size_supported(page)) {
+    hp_warn("HUGEPOOL_PAGE_SIZE=%zuM: this kernel has no such huge page size; using 2M", page >> 20);
+    page = HP_2M;
+  }
+  hp_set_page_size(page);
+  cache_configure((size_t)option_get(HP_OPT_CACHE_SLOTS), (size_t)option_get(HP_OPT_CACHE_BYTES));
+  atfork_install();
+  atomic_store_explicit(&hp_ready, true, memory_order_release);
+}
+
+void hp_ensure_init(void) {
+  if (__builtin_expect(!atomic_load_explicit(&hp_ready, memory_order_acquire), 0)) pthread_once(&hp_once, init_once);
+}
+
+__attribute__((constructor)) static void hp_constructor(void) { hp_ensure_init(); }
+
+__attribute__((destructor)) static void hp_destructor(void) {
+  if (atomic_load(&hp_ready)) stats_print_at_exit();
+}
