@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* What libhugepool_mpi_preload.so's entry points do (mpi-preload.c), for
- * the MPI whose mpi.h it was built with, once hp_mpi_active() has found
- * that MPI behind the program:
+/* What libhugepool_mpi_preload.so's entry points do (mpi-preload.c) for
+ * one MPI ABI: this file is compiled once per MPI installed (its mpi.h),
+ * each copy one hp_mpi_backend, used once hp_mpi_active() has found that
+ * MPI behind the program:
  *
  *  - MPI_Alloc_mem / MPI_Free_mem: every request is a hugepool buffer (whole
  *    huge pages, from the cache).  A pool shortage falls back to MPI's own
@@ -21,7 +22,6 @@
  * the process (hugepool-run loads it first): this library links neither. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <link.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -35,11 +35,19 @@
 #include "option-reader.h"
 
 /* How the MPI library this file was built for names itself in
- * MPI_Get_library_version (a call of the same ABI in every MPI). */
+ * MPI_Get_library_version (a call of the same ABI in every MPI), and the
+ * backend's name. */
+#define HP_STR2(x) #x
+#define HP_STR(x) HP_STR2(x)
 #if defined(MPICH_VERSION)
 #define HP_MPI_LIBRARY "MPICH Version:"
+#define HP_MPI_BUILT_WITH "MPICH " MPICH_VERSION
+#define HP_MPI_BACKEND hp_mpi_backend_mpich
 #elif defined(OMPI_MAJOR_VERSION)
 #define HP_MPI_LIBRARY "Open MPI v"
+#define HP_MPI_BUILT_WITH \
+  "Open MPI " HP_STR(OMPI_MAJOR_VERSION) "." HP_STR(OMPI_MINOR_VERSION) "." HP_STR(OMPI_RELEASE_VERSION)
+#define HP_MPI_BACKEND hp_mpi_backend_openmpi
 #else
 #error "mpi-preload-calls.c is written for the MPICH and Open MPI ABIs"
 #endif
@@ -64,6 +72,8 @@ static struct {
 #define HP_MPI_MIN MPI_MIN
 #endif
 
+#define warn_once hp_mpi_warn_once
+
 static hp_mpi_fn as_function(void *p) {
   hp_mpi_fn f;
   memcpy(&f, &p, sizeof(f)); /* dlsym's object pointer to a function pointer */
@@ -77,43 +87,6 @@ static long long option(const char *name, long long otherwise) {
   hp_preload_option_fn get = (hp_preload_option_fn)as_function(dlsym(RTLD_DEFAULT, HP_PRELOAD_OPTION_SYMBOL));
   long long value = 0;
   return get && get(name, &value) == 0 ? value : otherwise;
-}
-
-static void warn_once(int *done, const char *what) {
-  if (__atomic_exchange_n(done, 1, __ATOMIC_RELAXED)) return;
-  if (option("HUGEPOOL_WARN", 1) == 0) return;
-  (void)fprintf(stderr, "hugepool[%ld]: %s\n", (long)getpid(), what);
-}
-
-/* ---- finding the program's MPI library ---------------------------------- */
-
-typedef struct loaded {
-  const char *names[256];
-  int count;
-} loaded;
-
-static int note_loaded(struct dl_phdr_info *info, size_t size, void *data) {
-  (void)size;
-  loaded *l = data;
-  if (info->dlpi_name && info->dlpi_name[0] && l->count < 256) l->names[l->count++] = info->dlpi_name;
-  return 0;
-}
-
-hp_mpi_fn hp_mpi_next(const char *name) {
-  void *p = dlsym(RTLD_NEXT, name);
-  if (p) return as_function(p);
-  /* Not in the global scope: an MPI library loaded with RTLD_LOCAL (Python
-   * loads extension modules so, with their libmpi).  Ask each loaded
-   * object; dlopen runs after dl_iterate_phdr, which holds a loader lock. */
-  loaded l = {.count = 0};
-  dl_iterate_phdr(note_loaded, &l);
-  for (int i = 0; i < l.count && !p; i++) {
-    void *h = dlopen(l.names[i], RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) continue;
-    p = dlsym(h, name);
-    dlclose(h); /* NOLOAD took a reference; the object stays as it was */
-  }
-  return p ? as_function(p) : NULL;
 }
 
 /* ---- deciding once ------------------------------------------------------ */
@@ -143,27 +116,9 @@ static struct {
   HP(segment_unmap);
 } hp;
 
-static int active;
-static pthread_once_t decided = PTHREAD_ONCE_INIT;
-
-static int the_expected_mpi(void) {
-  int (*version)(char *, int *) = (int (*)(char *, int *))hp_mpi_next("PMPI_Get_library_version");
-  /* Room for any library's answer: MPICH's limit, the largest there is
-   * (Open MPI's is 256). */
-  _Static_assert(MPI_MAX_LIBRARY_VERSION_STRING <= 8192, "a larger version string than MPICH's");
-  static char text[8192 + 1];
-  int len = 0;
-  return version && version(text, &len) == 0 && strncmp(text, HP_MPI_LIBRARY, strlen(HP_MPI_LIBRARY)) == 0;
-}
-
-static void decide(void) {
+/* Resolves what this backend calls; 1 when all of it is there. */
+static int activate(void) {
   static int warned;
-  if (!the_expected_mpi()) {
-    warn_once(&warned,
-              "MPI entry points: the program's MPI library is not the one hugepool was built with (" HP_MPI_LIBRARY
-              "); MPI_Alloc_mem and MPI_Win_allocate_shared are left to it");
-    return;
-  }
   int ok = 1;
 #define RESOLVE_PMPI(fn) ok &= (pmpi.fn = (__typeof__(pmpi.fn))hp_mpi_next("PMPI_" #fn)) != NULL
   RESOLVE_PMPI(Alloc_mem);
@@ -202,14 +157,9 @@ static void decide(void) {
     warn_once(&warned,
               "MPI entry points: libhugepool_preload.so or a function of the MPI library is missing "
               "(run the program under hugepool-run); MPI's own calls serve it");
-    return;
+    return 0;
   }
-  __atomic_store_n(&active, 1, __ATOMIC_RELEASE);
-}
-
-int hp_mpi_active(void) {
-  pthread_once(&decided, decide);
-  return __atomic_load_n(&active, __ATOMIC_ACQUIRE);
+  return 1;
 }
 
 /* HUGEPOOL_POLICY=strict (any case): MPI_ERR_NO_MEM rather than MPI's own
@@ -218,7 +168,7 @@ static int strict_policy(void) { return option("HUGEPOOL_POLICY", -1) == HUGEPOO
 
 /* ---- MPI_Alloc_mem / MPI_Free_mem --------------------------------------- */
 
-int hp_alloc_mem(hp_mpi_aint size, hp_mpi_handle info_handle, void *baseptr) {
+static int hp_alloc_mem(hp_mpi_aint size, hp_mpi_handle info_handle, void *baseptr) {
   static int warned;
   MPI_Info info = (MPI_Info)info_handle; /* NOLINT(performance-no-int-to-ptr): a pointer in Open MPI's ABI */
   if (size <= 0) return pmpi.Alloc_mem(size, info, baseptr);
@@ -234,7 +184,7 @@ int hp_alloc_mem(hp_mpi_aint size, hp_mpi_handle info_handle, void *baseptr) {
   return pmpi.Alloc_mem(size, info, baseptr);
 }
 
-int hp_free_mem(void *base) {
+static int hp_free_mem(void *base) {
   if (base && hp.owns(base)) {
     hp.free(base);
     return MPI_SUCCESS;
@@ -350,7 +300,7 @@ fallback:
   return 0;
 }
 
-int hp_win_allocate_shared(hp_mpi_aint size, int disp_unit, hp_mpi_handle info_handle, hp_mpi_handle comm_handle,
+static int hp_win_allocate_shared(hp_mpi_aint size, int disp_unit, hp_mpi_handle info_handle, hp_mpi_handle comm_handle,
                            void *baseptr, void *win_ptr) {
   MPI_Info info = (MPI_Info)info_handle; /* NOLINT(performance-no-int-to-ptr): a pointer in Open MPI's ABI */
   MPI_Comm comm = (MPI_Comm)comm_handle; /* NOLINT(performance-no-int-to-ptr): a pointer in Open MPI's ABI */
@@ -362,7 +312,7 @@ int hp_win_allocate_shared(hp_mpi_aint size, int disp_unit, hp_mpi_handle info_h
   return pmpi.Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
 }
 
-int hp_win_shared_query(hp_mpi_handle win_handle, int rank, hp_mpi_aint *size, int *disp_unit, void *baseptr) {
+static int hp_win_shared_query(hp_mpi_handle win_handle, int rank, hp_mpi_aint *size, int *disp_unit, void *baseptr) {
   MPI_Win win = (MPI_Win)win_handle; /* NOLINT(performance-no-int-to-ptr): a pointer in Open MPI's ABI */
   shared_win *w = find_window(win, 0);
   if (!w) return pmpi.Win_shared_query(win, rank, size, disp_unit, baseptr);
@@ -377,7 +327,7 @@ int hp_win_shared_query(hp_mpi_handle win_handle, int rank, hp_mpi_aint *size, i
   return MPI_SUCCESS;
 }
 
-int hp_win_get_attr(hp_mpi_handle win_handle, int keyval, void *value, int *flag) {
+static int hp_win_get_attr(hp_mpi_handle win_handle, int keyval, void *value, int *flag) {
   MPI_Win win = (MPI_Win)win_handle; /* NOLINT(performance-no-int-to-ptr): a pointer in Open MPI's ABI */
   static int flavor_shared = MPI_WIN_FLAVOR_SHARED;
   if (keyval == MPI_WIN_CREATE_FLAVOR && find_window(win, 0)) {
@@ -388,7 +338,7 @@ int hp_win_get_attr(hp_mpi_handle win_handle, int keyval, void *value, int *flag
   return pmpi.Win_get_attr(win, keyval, value, flag);
 }
 
-int hp_win_free(void *win_ptr) {
+static int hp_win_free(void *win_ptr) {
   MPI_Win *win = win_ptr;
   shared_win *w = win ? find_window(*win, 1) : NULL;
   int rc = pmpi.Win_free(win); /* collective: no rank is still using the memory after it */
@@ -396,7 +346,14 @@ int hp_win_free(void *win_ptr) {
   return rc;
 }
 
-void hp_finalize_trim(void) {
-  size_t (*trim)(void) = (size_t(*)(void))as_function(dlsym(RTLD_DEFAULT, "hugepool_trim"));
-  if (trim) (void)trim();
-}
+const hp_mpi_backend HP_MPI_BACKEND = {
+    .prefix = HP_MPI_LIBRARY,
+    .built_with = HP_MPI_BUILT_WITH,
+    .activate = activate,
+    .alloc_mem = hp_alloc_mem,
+    .free_mem = hp_free_mem,
+    .win_allocate_shared = hp_win_allocate_shared,
+    .win_shared_query = hp_win_shared_query,
+    .win_get_attr = hp_win_get_attr,
+    .win_free = hp_win_free,
+};

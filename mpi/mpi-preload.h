@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libhugepool_mpi_preload.so, inside: the entry points (mpi-preload.c) know
- * no MPI ABI and forward anything they do not handle; what they do for the
- * MPI this library was built against is in mpi-preload-calls.c (mpi.h).
+ * no MPI ABI and forward anything they do not handle; what they do for one
+ * MPI ABI is in mpi-preload-calls.c, compiled once per MPI installed here
+ * (MPICH's mpi.h, Open MPI's mpi.h) into one hp_mpi_backend each.  At the
+ * first MPI call the entry points ask the program's MPI library who it is
+ * (MPI_Get_library_version) and use the backend built for it, or none.
  *
- * Why two halves: hugepool-run preloads this library into every program,
- * MPI or not, and whatever MPI the program brings.  Its MPI_* symbols then
- * interpose that MPI's: a program of another MPI ABI (Open MPI's handles
- * are pointers, MPICH's ints) must reach its own library unchanged, so the
- * entry points take every handle as a register-wide integer and pass it on
- * as it came (x86-64 and AArch64 pass an int and a pointer argument in one
- * 64-bit register; a callee taking an int reads its low half). */
+ * Why: hugepool-run preloads this library into every program, MPI or not,
+ * and whatever MPI the program brings.  Its MPI_* symbols then interpose
+ * that MPI's: a program of an ABI no backend was built for must reach its
+ * own library unchanged, so the entry points take every handle as a
+ * register-wide integer and pass it on as it came (x86-64 and AArch64 pass
+ * an int and a pointer argument in one 64-bit register; a callee taking an
+ * int reads its low half). */
 #ifndef HUGEPOOL_MPI_PRELOAD_H
 #define HUGEPOOL_MPI_PRELOAD_H
 
@@ -28,22 +31,42 @@ typedef void (*hp_mpi_fn)(void); /* any function, cast to its type to call */
  * when no MPI library is loaded. */
 HP_MPI_INTERNAL hp_mpi_fn hp_mpi_next(const char *name);
 
-/* 1 when this library handles MPI calls: the program's MPI library has the
- * ABI of the mpi.h it was built with (its MPI_Get_library_version says so),
- * every function it needs resolved, and libhugepool_preload.so is loaded;
- * decided once, at the first call.  0: every call is forwarded. */
-HP_MPI_INTERNAL int hp_mpi_active(void);
+/* Prints "hugepool[pid]: what" once per *done (HUGEPOOL_WARN=0: never). */
+HP_MPI_INTERNAL void hp_mpi_warn_once(int *done, const char *what);
 
-/* The calls, for an active library (mpi-preload-calls.c). */
-HP_MPI_INTERNAL int hp_alloc_mem(hp_mpi_aint size, hp_mpi_handle info, void *baseptr);
-HP_MPI_INTERNAL int hp_free_mem(void *base);
-/* A pointer to a handle (MPI_Win *) is the program's, of its ABI's width:
- * void * here, written through the real type in mpi-preload-calls.c. */
-HP_MPI_INTERNAL int hp_win_allocate_shared(hp_mpi_aint size, int disp_unit, hp_mpi_handle info, hp_mpi_handle comm,
-                                           void *baseptr, void *win);
-HP_MPI_INTERNAL int hp_win_shared_query(hp_mpi_handle win, int rank, hp_mpi_aint *size, int *disp_unit, void *baseptr);
-HP_MPI_INTERNAL int hp_win_get_attr(hp_mpi_handle win, int keyval, void *value, int *flag);
-HP_MPI_INTERNAL int hp_win_free(void *win);
+/* What one MPI ABI's backend does (mpi-preload-calls.c). */
+typedef struct hp_mpi_backend {
+  /* How that MPI's MPI_Get_library_version begins ("MPICH Version:",
+   * "Open MPI v"), and the MPI the backend was built with, for messages
+   * ("MPICH 4.0.2"). */
+  const char *prefix;
+  const char *built_with;
+  /* Resolves what the backend calls (the MPI library's functions and
+   * handles, libhugepool_preload.so's hugepool_*); 1 when all are there.
+   * Says why not, once, when they are not. */
+  int (*activate)(void);
+  int (*alloc_mem)(hp_mpi_aint size, hp_mpi_handle info, void *baseptr);
+  int (*free_mem)(void *base);
+  /* A pointer to a handle (MPI_Win *) is the program's, of its ABI's width:
+   * void * here, written through the real type in mpi-preload-calls.c. */
+  int (*win_allocate_shared)(hp_mpi_aint size, int disp_unit, hp_mpi_handle info, hp_mpi_handle comm, void *baseptr,
+                             void *win);
+  int (*win_shared_query)(hp_mpi_handle win, int rank, hp_mpi_aint *size, int *disp_unit, void *baseptr);
+  int (*win_get_attr)(hp_mpi_handle win, int keyval, void *value, int *flag);
+  int (*win_free)(void *win);
+} hp_mpi_backend;
+
+/* The backends compiled in (CMake defines HP_MPI_HAVE_MPICH and
+ * HP_MPI_HAVE_OPENMPI for mpi-preload.c). */
+HP_MPI_INTERNAL extern const hp_mpi_backend hp_mpi_backend_mpich;
+HP_MPI_INTERNAL extern const hp_mpi_backend hp_mpi_backend_openmpi;
+
+/* The backend serving the program's MPI, decided once at the first call:
+ * its MPI_Get_library_version names the MPI a backend was built for, every
+ * function that backend needs is resolved, and libhugepool_preload.so is
+ * loaded.  NULL: every call is forwarded. */
+HP_MPI_INTERNAL const hp_mpi_backend *hp_mpi_active(void);
+
 /* Gives the pages hugepool caches back to the pool (hugepool_trim of
  * libhugepool_preload.so, where it is loaded); MPI_Finalize calls it. */
 HP_MPI_INTERNAL void hp_finalize_trim(void);

@@ -80,8 +80,9 @@ static void usage(void) {
   printf("usage: hugepool-run [options] [--] program [args...]\n\n"
          "Runs `program` with libhugepool_preload.so: malloc requests at or above the\n"
          "threshold get memory on hugetlb pages (cached and reused), the rest are\n"
-         "served by glibc as before.  In an MPI program (MPICH's ABI), MPI_Alloc_mem\n"
-         "memory is on hugetlb pages too (--mpi off: not).\n\n"
+         "served by glibc as before.  In an MPI program (MPICH or Open MPI: the entry\n"
+         "points ask the program's MPI library which it is at its first MPI call),\n"
+         "MPI_Alloc_mem memory is on hugetlb pages too (--mpi off: not).\n\n"
          "options (each sets the variable named; options win over the environment):\n");
   for (size_t i = 0; i < N_FLAGS; i++) {
     const flag *f = &flags[i];

@@ -1,39 +1,52 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# An unmodified MPI-3 program built with Open MPI (win_shared.c, compiled by
-# mpicc.openmpi here) under mpirun.openmpi and hugepool-run, with the MPI
-# entry points built against Open MPI's headers: the same results as without
-# hugepool, MPI_Alloc_mem on 2 MB pages, and with --mpi-win-shared the window
-# on shared hugetlb pages; the pool back where it was.
-#   openmpi.sh HUGEPOOL_RUN ENTRY_POINTS_OPENMPI SOURCE_DIR
+# One unmodified MPI-3 program (win_shared.c), built twice here, with mpicc
+# (MPICH) and mpicc.openmpi, each run under its own launcher and
+# hugepool-run with nothing but hugepool-run's own choice of MPI entry
+# points (no HUGEPOOL_MPI_PRELOAD_LIB): the same results as without hugepool,
+# MPI_Alloc_mem on 2 MB pages and, with --mpi-win-shared, the window on
+# shared hugetlb pages, in every rank of both; the pool back where it was.
+#   openmpi.sh HUGEPOOL_RUN SOURCE_DIR MPIEXEC
 set -euo pipefail
-run=$1 lib=$2 src=$3
+run=$1 src=$2 mpiexec=$3
 command -v mpirun.openmpi >/dev/null && command -v mpicc.openmpi >/dev/null ||
   { echo "SKIP: Open MPI is not installed" >&2; exit 77; }
 source "$(dirname "$0")/pool.sh"
 np=2 want=$((2 * 24 + 8))
 pool_take "$want"
-mpicc.openmpi -O2 -I"$src" -o "$work/prog" "$src/win_shared.c"
+unset HUGEPOOL_MPI_PRELOAD_LIB
+mpicc.openmpi -O2 -I"$src" -o "$work/prog-openmpi" "$src/win_shared.c"
+mpicc -O2 -I"$src" -o "$work/prog-mpich" "$src/win_shared.c"
+# The two builds link different libraries (what a launcher could tell them by).
+ldd "$work/prog-openmpi" | grep -q 'libmpi\.so\.40' || fail "mpicc.openmpi did not link Open MPI's libmpi"
+ldd "$work/prog-mpich" | grep -q 'libmpich\.so' || fail "mpicc did not link MPICH"
 # as root, in a container: shared memory and loopback only
-export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 HUGEPOOL_MPI_PRELOAD_LIB=$lib
-go() { # name, launcher words...
-  local name=$1
-  shift
-  timeout 120 mpirun.openmpi --allow-run-as-root --oversubscribe -x HUGEPOOL_MPI_PRELOAD_LIB -n $np "$@" "$work/prog" \
-    >"$work/$name" 2>"$work/$name.err" || fail "$name: exit status $?: $(cat "$work/$name" "$work/$name.err")"
+export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1
+go() { # mpi, name, launcher words...
+  local mpi=$1 name=$1-$2
+  shift 2
+  local launch=(timeout 120 "$mpiexec" -n $np)
+  [[ $mpi == openmpi ]] && launch=(timeout 120 mpirun.openmpi --allow-run-as-root --oversubscribe -n $np)
+  "${launch[@]}" "$@" "$work/prog-$mpi" >"$work/$name" 2>"$work/$name.err" ||
+    fail "$name: exit status $?: $(cat "$work/$name" "$work/$name.err")"
   cat "$work/$name"
-  grep -q 'not the one hugepool was built with' "$work/$name.err" && fail "$name: entry points stood aside"
+  grep -q 'MPI entry points' "$work/$name.err" && fail "$name: entry points stood aside: $(cat "$work/$name.err")"
   grep ' result ' "$work/$name" | sort >"$work/$name.result"
   [[ $(grep -c ' bad 0$' "$work/$name.result") -eq $np ]] || fail "$name: wrong results"
 }
-go plain
-go run "$run" --
-go win "$run" --mpi-win-shared --
-cmp -s "$work/plain.result" "$work/run.result" || fail "hugepool-run changed the results"
-cmp -s "$work/plain.result" "$work/win.result" || fail "--mpi-win-shared changed the results"
-[[ $(grep -c 'alloc_mem big 4 small 4$' "$work/plain") -eq $np ]] || fail "plain run: MPI_Alloc_mem on hugetlb pages?"
-[[ $(grep -c 'alloc_mem big 2048 small 2048$' "$work/run") -eq $np ]] || fail "hugepool-run: MPI_Alloc_mem not on hugetlb pages"
-[[ $(grep -c 'pages win 2048 shared_hugetlb 2048$' "$work/win") -eq $np ]] ||
-  fail "--mpi-win-shared: window not on shared hugetlb pages"
-[[ $(avail) -eq $want ]] || fail "pool at $(avail) after the runs, not $want"
+for mpi in openmpi mpich; do
+  go $mpi plain
+  go $mpi run "$run" --
+  go $mpi win "$run" --mpi-win-shared --
+  cmp -s "$work/$mpi-plain.result" "$work/$mpi-run.result" || fail "$mpi: hugepool-run changed the results"
+  cmp -s "$work/$mpi-plain.result" "$work/$mpi-win.result" || fail "$mpi: --mpi-win-shared changed the results"
+  [[ $(grep -c 'alloc_mem big 4 small 4$' "$work/$mpi-plain") -eq $np ]] || fail "$mpi plain: MPI_Alloc_mem on hugetlb pages?"
+  [[ $(grep -c 'alloc_mem big 2048 small 2048$' "$work/$mpi-run") -eq $np ]] ||
+    fail "$mpi under hugepool-run: MPI_Alloc_mem not on hugetlb pages"
+  [[ $(grep -c 'alloc_mem big 2048 small 2048$' "$work/$mpi-win") -eq $np ]] ||
+    fail "$mpi under --mpi-win-shared: MPI_Alloc_mem not on hugetlb pages"
+  [[ $(grep -c 'pages win 2048 shared_hugetlb 2048$' "$work/$mpi-win") -eq $np ]] ||
+    fail "$mpi --mpi-win-shared: window not on shared hugetlb pages"
+  [[ $(avail) -eq $want ]] || fail "$mpi: pool at $(avail) after the runs, not $want"
+done
 echo "openmpi.sh: ok"
