@@ -20,7 +20,7 @@
 #include <cstring>
 #include <vector>
 
-#include "common.hpp"
+#include "bench_util.hpp"
 
 namespace {
 
