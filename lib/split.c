@@ -19,9 +19,10 @@
  *    mremap the hugetlb page is write-protected through a userfaultfd of its
  *    own (UFFDIO_WRITEPROTECT; on private hugetlb memory since Linux 5.19,
  *    a page never touched included): a write by another thread waits in the
- *    kernel, and closing the descriptor after the mremap wakes it to retry
- *    on the 4 KB pages.  Nothing the program can see changes: no signal
- *    handler or disposition, no thread stopped, no descriptor left open.
+ *    kernel, and UFFDIO_WAKE after the mremap sends it to retry on the 4 KB
+ *    pages.  Nothing the program can see changes: no signal handler or
+ *    disposition, no thread stopped, the descriptor closed before the call
+ *    returns (a child forked in the window inherits it, close-on-exec).
  *    Unprivileged (vm.unprivileged_userfaultfd = 0, the default) the
  *    descriptor is UFFD_USER_MODE_ONLY: a system call writing into the page
  *    during the copy fails with EFAULT instead of waiting (an error the
@@ -219,13 +220,20 @@ static int write_protect(char *page) {
 #endif
 }
 
-/* Lifts the protection (a failed split: the hugetlb page stays) and wakes
- * the writers that wait; they retry where the page now is. */
+/* Wakes the writers that wait; they retry where the page now is: on the
+ * 4 KB pages, or (a failed split) on the hugetlb page, unprotected and
+ * unregistered again.  Explicitly, not by the close alone: a child forked
+ * meanwhile holds the descriptor too, and the close would release nothing
+ * (the writers would wait for that child to exit or exec). */
 static void write_release(int fd, char *page, bool split_done) {
   if (fd < 0) return;
-  if (!split_done) {
-    struct uffdio_writeprotect un = {.range = {.start = (uintptr_t)page, .len = HP_2M}, .mode = 0};
+  struct uffdio_range range = {.start = (uintptr_t)page, .len = HP_2M};
+  if (split_done) {
+    (void)ioctl(fd, UFFDIO_WAKE, &range);
+  } else {
+    struct uffdio_writeprotect un = {.range = range, .mode = 0};
     (void)ioctl(fd, UFFDIO_WRITEPROTECT, &un);
+    (void)ioctl(fd, UFFDIO_UNREGISTER, &range);
   }
   close(fd);
 }

@@ -9,6 +9,7 @@
 // of the four pages (each a split under the preload), round after round.
 // Placement is read from smaps: 4 KB where split, hugetlb in the fourth page.
 // The same checks run on plain glibc ([plain]), which has no such window.
+#include <dirent.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <signal.h>
@@ -311,4 +312,62 @@ TEST_CASE("without userfaultfd a page is split only where no other thread can wr
   });
   CHECK(WIFEXITED(st));
   CHECK(WEXITSTATUS(st) == 0);
+}
+
+namespace {
+// Is a userfaultfd open in this process (a split in its window)?
+bool uffd_open_now() {
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return false;
+  bool found = false;
+  char link[64];
+  while (struct dirent *e = readdir(d)) {
+    ssize_t n = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
+    if (n > 0) {
+      link[n] = '\0';
+      if (strstr(link, "userfaultfd")) found = true;
+    }
+  }
+  closedir(d);
+  return found;
+}
+}  // namespace
+
+TEST_CASE("a child forked while a page is split does not hold up the parent's writers", "[default][smallheap]") {
+  kv::PoolGuard pool(64); /* each child copies the live buffers (HUGEPOOL_FORK=copy) */
+  int hold[2];
+  REQUIRE(pipe(hold) == 0);
+  std::atomic<bool> stop{false};
+  std::vector<pid_t> children;
+  /* forks whenever a split is in its window: the child inherits the descriptor and keeps it
+   * (it waits for the end of the pipe) until the test ends */
+  std::thread forker([&] {
+    while (!stop.load() && children.size() < 8) {
+      if (!uffd_open_now()) continue;
+      pid_t pid = fork();
+      if (pid == 0) {
+        close(hold[1]);
+        char c;
+        while (read(hold[0], &c, 1) > 0) {
+        }
+        _exit(0);
+      }
+      if (pid > 0) children.push_back(pid);
+    }
+  });
+  splitter sp;
+  sp.start(20);
+  /* the rounds must go on: a writer held until the children exit stops them */
+  for (int i = 0; i < 600 && sp.rounds.load() < 20; i++) usleep(100000);
+  int rounds = sp.rounds.load();
+  stop = true;
+  forker.join();
+  close(hold[1]); /* the children exit; anything still held is let go */
+  for (pid_t pid : children) waitpid(pid, nullptr, 0);
+  close(hold[0]);
+  sp.finish();
+  INFO("children forked in a split's window: " << children.size());
+  CHECK(children.size() > 0);
+  CHECK(rounds == 20);
+  CHECK(sp.lost.load() == 0);
 }
