@@ -191,8 +191,8 @@ static int copy_unreadable(void *dst, uintptr_t src) {
   return 0;
 }
 
-/* Rule 3: [page, page + 2 MB) write-protected; returns the descriptor whose
- * close lets the waiting writers go, or -1 with errno. */
+/* Rule 3: [page, page + 2 MB) write-protected; returns the descriptor to
+ * hand to write_release, or -1 with errno. */
 static int write_protect(char *page) {
 #ifdef SYS_userfaultfd
   int fd = -1;
@@ -277,8 +277,9 @@ static int move_page_to_small(char *page, bool others_may_write) {
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   int rc = 0, fd = others_may_write ? write_protect(page) : -1;
+  int why = errno;
   if (fd < 0 && others_may_write && (prot & PROT_WRITE) && !only_thread()) {
-    warn_refused(page, errno);
+    warn_refused(page, why);
     errno = ENOMEM;
     rc = -1;
   }
