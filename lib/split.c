@@ -14,25 +14,50 @@
  *    anonymous 2 MB mapping gets a copy (read through /proc/self/mem when
  *    the page is not readable; not at all when it was never touched) and
  *    replaces the hugetlb page with one mremap, which gives that page and
- *    its reservation back to the pool.  Another thread writing to the same
- *    2 MB page during the copy (a few hundred microseconds, once per page)
- *    can lose that write: see preload/README.md.
- * 3. The split pages are remembered here, by address: a block that has some
+ *    its reservation back to the pool.
+ * 3. No write is lost to the copy.  From before the copy until after the
+ *    mremap the hugetlb page is write-protected through a userfaultfd of its
+ *    own (UFFDIO_WRITEPROTECT; on private hugetlb memory since Linux 5.19,
+ *    a page never touched included): a write by another thread waits in the
+ *    kernel, and UFFDIO_WAKE after the mremap sends it to retry on the 4 KB
+ *    pages.  Nothing the program can see changes: no signal handler or
+ *    disposition, no thread stopped, the descriptor closed before the call
+ *    returns (a child forked in the window inherits it, close-on-exec).
+ *    Unprivileged (vm.unprivileged_userfaultfd = 0, the default) the
+ *    descriptor is UFFD_USER_MODE_ONLY: a system call writing into the page
+ *    during the copy fails with EFAULT instead of waiting (an error the
+ *    program sees, never a lost write).  Without any userfaultfd (seccomp,
+ *    an older kernel, a range the program registered with its own), a page
+ *    is copied unprotected only where no other thread can write to it (not
+ *    writable, or the only thread of the process); otherwise the split, and
+ *    so the call, fails with ENOMEM (warned once).  The splitting thread
+ *    blocks its signals meanwhile: a handler writing to the page on this
+ *    thread would wait for itself, or write into the copy's past.
+ *    Set aside: making the page read-only and retrying faulting writes from
+ *    a SIGSEGV handler.  The kernel looks the action up when it delivers the
+ *    signal, so a fault taken in the window but delivered after the
+ *    handler's removal kills the program; keeping the handler for good means
+ *    interposing sigaction for every program (JVMs, Go, sanitizers check or
+ *    chain theirs) and still missing raw rt_sigaction calls.
+ * 4. The split pages are remembered here, by address: a block that has some
  *    is unmapped when freed, never cached (the caches hand out blocks as
  *    all hugetlb); a resize carries them along; a forked child copies the
  *    rest of such a block page by page.  Counted, and warned about once.
- * 4. One mutex serialises splits and the table; it is taken before any
+ * 5. One mutex serialises splits and the table; it is taken before any
  *    registry or thread-cache lock, never after (fork's child uses the table
  *    alone, with a fresh mutex).
- * 5. mprotect here is the system call, never the preload's own mprotect. */
+ * 6. mprotect here is the system call, never the preload's own mprotect. */
 #define _GNU_SOURCE
 #include "split.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -47,6 +72,15 @@ static size_t n_split, cap_split;
 static atomic_size_t n_split_now; /* read without the lock: 0 = nothing to look at */
 static _Atomic uint64_t n_split_total;
 static atomic_bool warned;
+static atomic_bool warned_refused;
+static atomic_bool uffd_user_only; /* a full userfaultfd was refused (EPERM): not asked again */
+
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+#ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
+#define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)
+#endif
 
 static bool is_split(uintptr_t page) {
   for (size_t i = 0; i < n_split; i++)
@@ -161,15 +195,100 @@ static int copy_unreadable(void *dst, uintptr_t src) {
   return 0;
 }
 
-/* The OS part: the 2 MB hugetlb page at `page` becomes 4 KB pages. */
-static int move_page_to_small(char *page) {
+/* Rule 3: [page, page + 2 MB) write-protected; returns the descriptor to
+ * hand to write_release, or -1 with errno. */
+static int write_protect(char *page) {
+#ifdef SYS_userfaultfd
+  int fd = -1;
+  if (!atomic_load_explicit(&uffd_user_only, memory_order_relaxed)) {
+    fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 && errno == EPERM) atomic_store_explicit(&uffd_user_only, true, memory_order_relaxed);
+  }
+  if (fd < 0) fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+  if (fd < 0) return -1;
+  struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_WP_HUGETLBFS_SHMEM};
+  struct uffdio_register reg = {.range = {.start = (uintptr_t)page, .len = HP_2M}, .mode = UFFDIO_REGISTER_MODE_WP};
+  struct uffdio_writeprotect wp = {.range = {.start = (uintptr_t)page, .len = HP_2M},
+                                   .mode = UFFDIO_WRITEPROTECT_MODE_WP};
+  if (ioctl(fd, UFFDIO_API, &api) == 0 && ioctl(fd, UFFDIO_REGISTER, &reg) == 0 &&
+      ioctl(fd, UFFDIO_WRITEPROTECT, &wp) == 0)
+    return fd;
+  int err = errno;
+  close(fd); /* unregisters the range, if it got that far */
+  errno = err;
+  return -1;
+#else
+  (void)page;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+/* Wakes the writers that wait; they retry where the page now is: on the
+ * 4 KB pages, or (a failed split) on the hugetlb page, unprotected and
+ * unregistered again.  Explicitly, not by the close alone: a child forked
+ * meanwhile holds the descriptor too, and the close would release nothing
+ * (the writers would wait for that child to exit or exec). */
+static void write_release(int fd, char *page, bool split_done) {
+  if (fd < 0) return;
+  struct uffdio_range range = {.start = (uintptr_t)page, .len = HP_2M};
+  if (split_done) {
+    (void)ioctl(fd, UFFDIO_WAKE, &range);
+  } else {
+    struct uffdio_writeprotect un = {.range = range, .mode = 0};
+    (void)ioctl(fd, UFFDIO_WRITEPROTECT, &un);
+    (void)ioctl(fd, UFFDIO_UNREGISTER, &range);
+  }
+  close(fd);
+}
+
+/* Is the caller the process's only thread (from /proc/self/status)? */
+static bool only_thread(void) {
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096];
+  size_t have = 0;
+  for (;;) {
+    ssize_t r = read(fd, buf + have, sizeof(buf) - 1 - have);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    have += (size_t)r;
+    if (have == sizeof(buf) - 1) break;
+  }
+  close(fd);
+  buf[have] = '\0';
+  const char *t = strstr(buf, "\nThreads:");
+  return t && strtol(t + 9, NULL, 10) == 1;
+}
+
+static void warn_refused(const char *page, int err) {
+  if (atomic_exchange(&warned_refused, true)) return;
+  hp_warn(
+      "cannot move the 2 MB page at %p to 4 KB pages without risking other threads' writes: no userfaultfd "
+      "write protection here (%s); the mprotect/madvise call fails with ENOMEM (printed once)",
+      (const void *)page, strerror(err));
+}
+
+/* The OS part: the 2 MB hugetlb page at `page` becomes 4 KB pages.  With
+ * others_may_write false (fork's child, its only thread) nothing is
+ * protected. */
+static int move_page_to_small(char *page, bool others_may_write) {
   int prot = prot_at((uintptr_t)page);
   if (prot < 0) return -1;
   char *anon = mmap(NULL, HP_2M, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (anon == MAP_FAILED) return -1;
-  unsigned char present = 0;
-  int rc = 0;
-  if (mincore(page, 4096, &present) == 0 && (present & 1)) { /* a missing page reads as zero */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = 0, fd = others_may_write ? write_protect(page) : -1;
+  int why = errno;
+  if (fd < 0 && others_may_write && (prot & PROT_WRITE) && !only_thread()) {
+    warn_refused(page, why);
+    errno = ENOMEM;
+    rc = -1;
+  }
+  unsigned char present = 0; /* looked at once protected: a first write now waits too */
+  if (rc == 0 && mincore(page, 4096, &present) == 0 && (present & 1)) { /* a missing page reads as zero */
     if (prot & PROT_READ)
       memcpy(anon, page, HP_2M);
     else
@@ -177,8 +296,10 @@ static int move_page_to_small(char *page) {
   }
   if (rc == 0 && prot != (PROT_READ | PROT_WRITE)) rc = (int)syscall(SYS_mprotect, anon, HP_2M, prot);
   if (rc == 0 && mremap(anon, HP_2M, HP_2M, MREMAP_MAYMOVE | MREMAP_FIXED, page) == MAP_FAILED) rc = -1;
+  int err = errno;
+  write_release(fd, page, rc == 0);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) {
-    int err = errno;
     munmap(anon, HP_2M);
     errno = err;
     return -1;
@@ -189,10 +310,11 @@ static int move_page_to_small(char *page) {
 
 static void warn_once(const char *page, const hp_block *b) {
   if (atomic_exchange(&warned, true)) return;
-  hp_warn("a call at 4 KB granularity (mprotect or madvise) inside the %zu MiB buffer at %p: its 2 MB page at %p "
-          "moved to 4 KB pages, as can others later (each is counted in the statistics; this line is printed "
-          "once)",
-          b->size >> 20, b->addr, (const void *)page);
+  hp_warn(
+      "a call at 4 KB granularity (mprotect or madvise) inside the %zu MiB buffer at %p: its 2 MB page at %p "
+      "moved to 4 KB pages, as can others later (each is counted in the statistics; this line is printed "
+      "once)",
+      b->size >> 20, b->addr, (const void *)page);
 }
 
 /* One cut page; split_lock held. */
@@ -210,7 +332,7 @@ static int split_page_at(char *addr, bool *ours) {
   int rc = 0;
   if (remember((uintptr_t)page) != 0) {
     rc = -1;
-  } else if (move_page_to_small(page) != 0) {
+  } else if (move_page_to_small(page, true) != 0) {
     int err = errno;
     (void)forget_range((uintptr_t)page, (uintptr_t)page + 1, false, 0, 0);
     errno = err;
@@ -275,7 +397,7 @@ bool split_fork_privatize(hp_block *b) {
   if (!any) return false;
   for (char *page = b->addr; page < (char *)b->addr + b->size; page += HP_2M) {
     if (is_split((uintptr_t)page) || os_populate(page, HP_2M) == 0) continue; /* 4 KB pages: copy-on-write */
-    if (move_page_to_small(page) != 0 || remember((uintptr_t)page) != 0)
+    if (move_page_to_small(page, false) != 0 || remember((uintptr_t)page) != 0)
       hp_warn("fork: cannot copy the 2 MB page at %p inherited from the parent (%s); writing to it may SIGBUS",
               (void *)page, strerror(errno));
   }
