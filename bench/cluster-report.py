@@ -36,21 +36,32 @@ def win_table(path):
         r = rows.setdefault(rec["size"], {})
         for key in ("create_ms", "free_ms", "touch_ms"):
             r.setdefault((rec["config"], key), []).extend(rec[key])
-    out = ["### MPI_Win_allocate_shared per node, 2 ranks, ms: median [min-max]", "",
-           "| window (node total) | create, MPICH | create, hugepool | free, MPICH | free, hugepool "
-           "| first write, MPICH | first write, hugepool |",
+    kinds = "; ".join(f"{c}: {'/'.join(str(k) for k in sorted(v))} kB" for c, v in sorted(pages.items()))
+    out = []
+    # Each MPI's own windows against hugepool-run --mpi-win-shared under that MPI.
+    for mpi, own, hp in (("MPICH", "mpich", "hugepool"), ("Open MPI", "openmpi", "openmpi-hugepool")):
+        if not any((own, "create_ms") in r for r in rows.values()):
+            continue
+        out += win_rows(rows, mpi, own, hp)
+    out += [f"(windows whose peer's bytes read back wrong: {bad}; "
+            f"the windows' page size in smaps, {kinds or 'not recorded'})", ""]
+    return out
+
+
+def win_rows(rows, mpi, own, hp):
+    """One table: `mpi`'s own windows (config `own`) against hugepool's (`hp`)."""
+    out = [f"### MPI_Win_allocate_shared per node under {mpi}, 2 ranks, ms: median [min-max]", "",
+           f"| window (node total) | create, {mpi} | create, hugepool | free, {mpi} | free, hugepool "
+           f"| first write, {mpi} | first write, hugepool |",
            "|---|---|---|---|---|---|---|"]
     fmt = "{:.2f}"
     for size in sorted(rows):
         r = rows[size]
         out.append(f"| {size_name(size)} | " + " | ".join(
-            cell(r.get((c, k), []), fmt) for k in ("create_ms", "free_ms", "touch_ms") for c in ("mpich", "hugepool"))
+            cell(r.get((c, k), []), fmt) for k in ("create_ms", "free_ms", "touch_ms") for c in (own, hp))
             + " |")
-    n = len(next(iter(rows.values())).get(("mpich", "create_ms"), [])) if rows else 0
-    kinds = "; ".join(f"{c}: {'/'.join(str(k) for k in sorted(v))} kB" for c, v in sorted(pages.items()))
-    out += ["", f"({n} samples a cell; windows whose peer's bytes read back wrong: {bad}; "
-            f"the windows' page size in smaps, {kinds or 'not recorded'})", ""]
-    return out
+    n = len(next(iter(rows.values())).get((own, "create_ms"), [])) if rows else 0
+    return out + ["", f"({n} samples a cell)", ""]
 
 
 def parse_imb(path):

@@ -134,11 +134,20 @@ static int activate(void) {
   RESOLVE_PMPI(Allgather);
   RESOLVE_PMPI(Bcast);
 #if defined(OMPI_MAJOR_VERSION)
+  /* A predefined handle is a data object: the program may hold a copy of
+   * it (a copy relocation: an executable that names MPI_MIN gets its own
+   * ompi_mpi_op_min, which libmpi initialises and uses from then on, and
+   * libmpi's original stays as loaded, its function pointers NULL).  The
+   * global scope's definition, the executable's first, is the one MPI
+   * uses; RTLD_NEXT would skip the executable.  An MPI loaded RTLD_LOCAL
+   * is not in the global scope: then hp_mpi_next finds it. */
 #define RESOLVE_HANDLE(field, type, object)                \
   do {                                                     \
-    hp_mpi_fn f = hp_mpi_next(object);                     \
-    void *obj = NULL;                                      \
-    memcpy(&obj, &f, sizeof(obj));                         \
+    void *obj = dlsym(RTLD_DEFAULT, object);               \
+    if (!obj) {                                            \
+      hp_mpi_fn f = hp_mpi_next(object);                   \
+      memcpy(&obj, &f, sizeof(obj));                       \
+    }                                                      \
     ok &= (handles.field = (type)obj) != NULL;             \
   } while (0)
   RESOLVE_HANDLE(int_, MPI_Datatype, "ompi_mpi_int");

@@ -91,6 +91,13 @@ int main(int argc, char **argv) {
   printf("rank %d pages win %ld shared_hugetlb %ld\n", r, smaps_field(base, "KernelPageSize"),
          smaps_field(base, "Shared_Hugetlb"));
   MPI_Win_free(&win);
+  /* Every rank learns whether all passed.  Naming MPI_INT and MPI_MIN gives
+   * an executable its own copies of Open MPI's predefined handles (copy
+   * relocations), as most programs' have: the entry points must use those,
+   * not libmpi's originals (never initialised then). */
+  int ok = bad == 0, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, node);
+  if (!all) bad |= 128;
   printf("rank %d result sum %.0f bad %d\n", r, sum, bad);
   MPI_Comm_free(&node);
   MPI_Finalize();
