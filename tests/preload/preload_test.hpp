@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -29,12 +30,20 @@ inline std::string report() {
   return buf;
 }
 
-// One counter of the report, by its label; -1 if absent.
+// One counter of the report, by its label; -1 if absent.  Sizes are given
+// in the text in B, KiB, MiB, GiB or TiB (one decimal at most): returned in
+// bytes, rounded.
 inline long long counter(const std::string &label) {
   std::string r = report();
   auto at = r.find(label);
   if (at == std::string::npos) return -1;
-  return std::stoll(r.substr(at + label.size()));
+  std::string rest = r.substr(at + label.size());
+  size_t used = 0;
+  double value = std::stod(rest, &used);
+  static const char *const units[] = {" B", " KiB", " MiB", " GiB", " TiB"};
+  for (int u = 0; u < 5; u++)
+    if (rest.compare(used, std::strlen(units[u]), units[u]) == 0) value *= static_cast<double>(1ULL << (10 * u));
+  return std::llround(value);
 }
 
 // The kernel's page size (kB) and hugetlb kB for the mapping holding p.

@@ -306,7 +306,7 @@ TEST_CASE("HUGEPOOL_THRESHOLD=64K moves the boundary", "[threshold]") {
   memset(below, 1, (64 << 10) - 1);
   CHECK(pl::on_hugetlb(at));
   CHECK(pl::page_kb(below) == 4);
-  CHECK(pl::counter("preload: threshold (bytes)") == 65536);
+  CHECK(pl::counter("preload: threshold") == 65536);
   free(at);
   free(below);
 }
