@@ -60,16 +60,19 @@
 static struct {
   MPI_Datatype int_, aint, byte;
   MPI_Op min;
+  MPI_Errhandler errors_return;
 } handles;
 #define HP_MPI_INT handles.int_
 #define HP_MPI_AINT handles.aint
 #define HP_MPI_BYTE handles.byte
 #define HP_MPI_MIN handles.min
+#define HP_MPI_ERRORS_RETURN handles.errors_return
 #else
 #define HP_MPI_INT MPI_INT
 #define HP_MPI_AINT MPI_AINT
 #define HP_MPI_BYTE MPI_BYTE
 #define HP_MPI_MIN MPI_MIN
+#define HP_MPI_ERRORS_RETURN MPI_ERRORS_RETURN
 #endif
 
 #define warn_once hp_mpi_warn_once
@@ -105,6 +108,9 @@ static struct {
   PMPI(Allreduce);
   PMPI(Allgather);
   PMPI(Bcast);
+  PMPI(Comm_get_errhandler);
+  PMPI(Comm_set_errhandler);
+  PMPI(Errhandler_free);
 } pmpi;
 #define HP(fn) __typeof__(&hugepool_##fn) fn
 static struct {
@@ -133,6 +139,9 @@ static int activate(void) {
   RESOLVE_PMPI(Allreduce);
   RESOLVE_PMPI(Allgather);
   RESOLVE_PMPI(Bcast);
+  RESOLVE_PMPI(Comm_get_errhandler);
+  RESOLVE_PMPI(Comm_set_errhandler);
+  RESOLVE_PMPI(Errhandler_free);
 #if defined(OMPI_MAJOR_VERSION)
   /* A predefined handle is a data object: the program may hold a copy of
    * it (a copy relocation: an executable that names MPI_MIN gets its own
@@ -154,6 +163,7 @@ static int activate(void) {
   RESOLVE_HANDLE(aint, MPI_Datatype, "ompi_mpi_aint");
   RESOLVE_HANDLE(byte, MPI_Datatype, "ompi_mpi_byte");
   RESOLVE_HANDLE(min, MPI_Op, "ompi_mpi_op_min");
+  RESOLVE_HANDLE(errors_return, MPI_Errhandler, "ompi_mpi_errors_return");
 #endif
 #define RESOLVE_HP(fn) ok &= (hp.fn = (__typeof__(hp.fn))as_function(dlsym(RTLD_DEFAULT, "hugepool_" #fn))) != NULL
   RESOLVE_HP(alloc);
@@ -243,6 +253,24 @@ static int all_ok(MPI_Comm comm, int ok) {
   return all;
 }
 
+/* MPI_Win_create over the segment, under MPI_ERRORS_RETURN: an MPI that
+ * cannot create a window over memory it did not allocate (Open MPI without
+ * a one-sided component for the transports in use: osc/rdma needs single-
+ * copy between the ranks) refuses, and the program's own call then gets
+ * MPI's own window instead of an abort from this one.  1 if every rank of
+ * comm has the window; 0 if not, with none held anywhere. */
+static int create_window(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win) {
+  MPI_Errhandler was;
+  if (pmpi.Comm_get_errhandler(comm, &was) != MPI_SUCCESS) return 0;
+  int ok = pmpi.Comm_set_errhandler(comm, HP_MPI_ERRORS_RETURN) == MPI_SUCCESS &&
+           pmpi.Win_create(base, size, disp_unit, info, comm, win) == MPI_SUCCESS;
+  int all = all_ok(comm, ok);
+  if (ok && !all) pmpi.Win_free(win);
+  (void)pmpi.Comm_set_errhandler(comm, was);
+  (void)pmpi.Errhandler_free(&was);
+  return all;
+}
+
 /* Builds the segment-backed window; 1 on success (in every rank), 0 if
  * every rank must fall back to MPI's own (nothing is held then). */
 static int shared_window(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) {
@@ -289,7 +317,15 @@ static int shared_window(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm c
     w->seg.fd = -1;
   }
   char *base = (char *)w->seg.addr + w->offset[rank];
-  if (pmpi.Win_create(base, size, disp_unit, info, comm, win) != MPI_SUCCESS) goto fallback_late;
+  if (!create_window(base, size, disp_unit, info, comm, win)) {
+    static int refused;
+    warn_once(&refused,
+              "MPI_Win_allocate_shared: the MPI library refused MPI_Win_create over a node-shared hugetlb "
+              "segment (Open MPI: no one-sided component for these transports, e.g. with "
+              "btl_vader_single_copy_mechanism=none); MPI's own shared memory serves the window");
+    free_window(w);
+    return 0;
+  }
   w->win = *win;
   pthread_mutex_lock(&windows_lock);
   w->next = windows;
@@ -298,9 +334,6 @@ static int shared_window(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm c
   *(void **)baseptr = base;
   return 1;
 
-fallback_late:
-  /* MPI_Win_create failed in this rank: MPI's error handler decides what
-   * happens next, as it would for MPI_Win_allocate_shared itself. */
 fallback:
   warn_once(&warned,
             "MPI_Win_allocate_shared: no node-shared hugetlb segment for this window (pool short?); "

@@ -49,4 +49,15 @@ for mpi in openmpi mpich; do
     fail "$mpi --mpi-win-shared: window not on shared hugetlb pages"
   [[ $(avail) -eq $want ]] || fail "$mpi: pool at $(avail) after the runs, not $want"
 done
+# An Open MPI that cannot create a window over memory it did not allocate
+# (no single-copy between the ranks: osc/rdma refuses MPI_Win_create) gets
+# its own window back, with a line saying why, instead of an abort.
+mpicc.openmpi -O2 -o "$work/win-only" "$src/win_only.c"
+OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 120 mpirun.openmpi --allow-run-as-root --oversubscribe \
+  -n $np "$run" --mpi-win-shared -- "$work/win-only" >"$work/refused" 2>"$work/refused.err" ||
+  fail "a refused MPI_Win_create: exit status $?: $(cat "$work/refused" "$work/refused.err")"
+[[ $(grep -c '^rank [0-9] ok$' "$work/refused") -eq $np ]] || fail "a refused MPI_Win_create: $(cat "$work/refused")"
+grep -q 'refused MPI_Win_create over a node-shared hugetlb segment' "$work/refused.err" ||
+  fail "a refused MPI_Win_create: no line says why: $(cat "$work/refused.err")"
+[[ $(avail) -eq $want ]] || fail "pool at $(avail) after a refused window, not $want"
 echo "openmpi.sh: ok"
