@@ -25,6 +25,7 @@
 set -euo pipefail
 run=$1 prog=$2 mode=$3 cli=${4:-}
 source "$(dirname "$0")/../mpi/pool.sh"
+source "$(dirname "$0")/checks.sh"
 mpiexec=($BED_MPIEXEC)
 kill_on_nodes() { # every process left in a node's namespace
   while read -r _ _ ns; do
@@ -74,14 +75,6 @@ ok() { # name: exit status 0 (or hung in MPI_Finalize), and every rank's line sa
   [[ $rc == 0 || $rc == hung ]] || fail "$1: exit status $rc: $(cat "$work/$1.err")"
   [[ $(grep -c ' bad 0$' "$work/$1") -eq $2 ]] || fail "$1: not every one of $2 ranks computed the right bytes"
 }
-rx_bytes() { # node index: bytes received on its eth0
-  ip -n "$(awk -v i="$1" '$2 == i {print $3}' "$BED_DIR/nodes")" -s link show eth0 | awk 'NR == 4 {print $1}'
-}
-left_on_nodes() { # processes left in any node's namespace
-  local n=0
-  while read -r _ _ ns; do n=$((n + $(ip netns pids "$ns" | wc -l))); done <"$BED_DIR/nodes"
-  echo $n
-}
 hosts2=$(cut -d, -f1,2 <<<"$BED_HOSTS")
 
 case $mode in
@@ -112,24 +105,13 @@ case $mode in
     if [[ $mode == window ]]; then
       job win $np -hosts "$BED_HOSTS" -ppn 2 -n $np "$run" --mpi-win-shared -- "$prog" window
       ok win $np
-      [[ $(grep -c 'local [01]/2 window pages 2048 shared_hugetlb 10240 ' "$work/win") -eq $np ]] ||
-        fail "not every rank's window on shared 2 MB pages, 2 ranks to a node"
-      # one set of segments per node, the same in each rank of that node, none in two nodes
-      sets=$(awk '/ window / {print $4, $13}' "$work/win" | sort -u)
-      [[ $(wc -l <<<"$sets") -eq $nodes ]] || fail "ranks of one node map different segments: $sets"
-      [[ $(cut -d' ' -f1 <<<"$sets" | sort -u | wc -l) -eq $nodes ]] || fail "a node's ranks see two segment sets"
-      inodes=$(cut -d' ' -f2 <<<"$sets" | tr , '\n')
-      [[ $(sort <<<"$inodes" | uniq -d) == "" ]] || fail "a segment mapped on two nodes: $sets"
-      echo "segments per node: $sets"
+      check_windows $np $nodes
     else
       job kill -1 -hosts "$BED_HOSTS" -ppn 2 -n $np "$run" --mpi-win-shared -- "$prog" kill $((np - 1))
       [[ $rc != 0 && $rc != hung ]] || fail "the job did not notice the killed rank"
       grep -q "rank $((np - 1)) .* window pages 2048" "$work/kill" || fail "the victim did not map its window"
     fi
-    sleep 1
-    [[ $(left_on_nodes) -eq 0 ]] || fail "processes left on the nodes"
-    [[ $(avail) -eq 40 ]] || fail "pool at $(avail) free after the job, not 40"
-    [[ -z $(ls -A "$mnt") ]] || fail "files left on the hugetlbfs mount: $(ls -A "$mnt")"
+    check_nothing_left "$mnt"
     ;;
   share)
     pool_take 120
@@ -143,16 +125,9 @@ case $mode in
     ((fits * 3 > total)) || fail "pool of $total pages too small for the test"
     job fits 3 -hosts "$layout" -n 3 "$run" -- "$prog" cache $fits 0 2
     [[ $rc == 0 || $rc == hung ]] || fail "fits: exit status $rc: $(cat "$work/fits.err")"
-    grep -q "^rank 0 .* local 0/2 cache chosen 1 kept_kb $((fits * 2048))\$" "$work/fits" ||
-      fail "a rank of node 0 (2 ranks) did not keep $fits pages, half the pool less one"
-    grep -q "^rank 2 .* local 0/1 cache chosen 1 kept_kb $((fits * 2048))\$" "$work/fits" ||
-      fail "the rank alone on node 1 did not keep $fits pages"
     job over 3 -hosts "$layout" -n 3 "$run" -- "$prog" cache $over 0 2
     [[ $rc == 0 || $rc == hung ]] || fail "over: exit status $rc: $(cat "$work/over.err")"
-    grep -q "^rank 0 .* local 0/2 cache chosen 1 kept_kb 0\$" "$work/over" ||
-      fail "a rank of node 0 (2 ranks) kept $over pages, more than half the pool"
-    grep -q "^rank 2 .* local 0/1 cache chosen 1 kept_kb $((over * 2048))\$" "$work/over" ||
-      fail "the rank alone on node 1 did not keep $over pages"
+    check_shares $fits $over
     ;;
   stats)
     pool_take 40

@@ -28,19 +28,12 @@ run=$1 src=$2 mode=$3
 command -v mpirun.openmpi >/dev/null && command -v mpicc.openmpi >/dev/null ||
   { echo "SKIP: Open MPI is not installed" >&2; exit 77; }
 source "$(dirname "$0")/../mpi/pool.sh"
+source "$(dirname "$0")/checks.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 unset HUGEPOOL_MPI_PRELOAD_LIB
 net=192.0.2.0/24
 mpirun=("$BED_EXEC" 0 mpirun.openmpi --mca plm_rsh_agent "$BED_EXEC -x" --mca oob_tcp_if_include $net
   --mca pml ob1 --mca btl self,vader,tcp --mca btl_tcp_if_include $net)
-left_on_nodes() { # processes left in any node's namespace
-  local n=0
-  while read -r _ _ ns; do n=$((n + $(ip netns pids "$ns" | wc -l))); done <"$BED_DIR/nodes"
-  echo $n
-}
-rx_bytes() { # node index: bytes received on its eth0
-  ip -n "$(awk -v i="$1" '$2 == i {print $3}' "$BED_DIR/nodes")" -s link show eth0 | awk 'NR == 4 {print $1}'
-}
 job() { # name, slots per node (2,2), np, words after mpirun's options...
   local name=$1 slots=$2 np=$3 i=0 h
   shift 3
@@ -97,23 +90,13 @@ case $mode in
     if [[ $mode == window ]]; then
       job win "${slots%,}" $np "$run" --mpi-win-shared -- "$prog" window
       ok win $np
-      [[ $(grep -c 'local [01]/2 window pages 2048 shared_hugetlb 10240 ' "$work/win") -eq $np ]] ||
-        fail "not every rank's window on shared 2 MB pages, 2 ranks to a node"
-      sets=$(awk '/ window / {print $4, $13}' "$work/win" | sort -u)
-      [[ $(wc -l <<<"$sets") -eq $nodes ]] || fail "ranks of one node map different segments: $sets"
-      [[ $(cut -d' ' -f1 <<<"$sets" | sort -u | wc -l) -eq $nodes ]] || fail "a node's ranks see two segment sets"
-      inodes=$(cut -d' ' -f2 <<<"$sets" | tr , '\n')
-      [[ $(sort <<<"$inodes" | uniq -d) == "" ]] || fail "a segment mapped on two nodes: $sets"
-      echo "segments per node: $sets"
+      check_windows $np $nodes
     else
       job kill "${slots%,}" $np "$run" --mpi-win-shared -- "$prog" kill $((np - 1))
       [[ $rc != 0 && $rc != 124 ]] || fail "the job did not notice the killed rank (exit status $rc)"
       grep -q "rank $((np - 1)) .* window pages 2048" "$work/kill" || fail "the victim did not map its window"
     fi
-    sleep 1
-    [[ $(left_on_nodes) -eq 0 ]] || fail "processes left on the nodes"
-    [[ $(avail) -eq 40 ]] || fail "pool at $(avail) free after the job, not 40"
-    [[ -z $(ls -A "$mnt") ]] || fail "files left on the hugetlbfs mount: $(ls -A "$mnt")"
+    check_nothing_left "$mnt"
     ;;
   share)
     pool_take 120
@@ -130,16 +113,9 @@ case $mode in
       fail "OMPI_COMM_WORLD_LOCAL_SIZE is not 2, 2, 1 on ranks 0, 1, 2: $(cat "$work/env")"
     job fits 2,1 3 "$run" -- "$prog" cache $fits 0 2
     [[ $rc == 0 ]] || fail "fits: exit status $rc: $(cat "$work/fits.err")"
-    grep -q "^rank 0 .* local 0/2 cache chosen 1 kept_kb $((fits * 2048))\$" "$work/fits" ||
-      fail "a rank of node 0 (2 ranks) did not keep $fits pages, half the pool less one"
-    grep -q "^rank 2 .* local 0/1 cache chosen 1 kept_kb $((fits * 2048))\$" "$work/fits" ||
-      fail "the rank alone on node 1 did not keep $fits pages"
     job over 2,1 3 "$run" -- "$prog" cache $over 0 2
     [[ $rc == 0 ]] || fail "over: exit status $rc: $(cat "$work/over.err")"
-    grep -q "^rank 0 .* local 0/2 cache chosen 1 kept_kb 0\$" "$work/over" ||
-      fail "a rank of node 0 (2 ranks) kept $over pages, more than half the pool"
-    grep -q "^rank 2 .* local 0/1 cache chosen 1 kept_kb $((over * 2048))\$" "$work/over" ||
-      fail "the rank alone on node 1 did not keep $over pages"
+    check_shares $fits $over
     ;;
   suites)
     # IMB (-DCHECK) and OSU (-c) built with Open MPI (bench/openmpi-suites),
