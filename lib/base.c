@@ -110,7 +110,8 @@ void hp_describe_shortage(char *buf, size_t len, size_t size, size_t page, int n
   if (avail >= 0 && total >= 0 && avail >= need) { /* taken meanwhile, or a cgroup's hugetlb limit */
     (void)snprintf(buf, len,
                    "%s hugetlb pages%s: need %ld pages, %ld free of %ld in the pool (enough now: another process "
-                   "took them meanwhile, or a cgroup hugetlb limit applies)",
+                   "took them meanwhile, a cgroup hugetlb limit applies, or pages were added after an earlier "
+                   "refusal, which is retried within 64 ms)",
                    page == HP_1G ? "1 GB" : "2 MB", where, need, avail, total);
     return;
   }

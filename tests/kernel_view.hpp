@@ -9,6 +9,7 @@
 //    contains an address.
 #pragma once
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -230,13 +231,20 @@ class PoolGuard {
   PoolGuard &operator=(const PoolGuard &) = delete;
   ~PoolGuard() { restore(); }
   // Resize so that `free_pages` are free (pages in use by others are kept).
+  // A process that hugepool runs in and that was refused by a short pool
+  // (the small heap's first chunk, at start, before this guard set the pool)
+  // sees pages added since at its next try, at most 64 ms after the last
+  // refusal (lib/alloc.c, SHORT_MAX_MS): when the pool grows, wait that out,
+  // so that the test's next request meets the pool it set.
   void set_free(long long free_pages) {
-    long long want = pool_number(nr_.c_str()) - available() + free_pages;
+    long long before = available();
+    long long want = pool_number(nr_.c_str()) - before + free_pages;
     pool_set_number(nr_.c_str(), want);
     long long got = available();
     if (got != free_pages)
       throw std::runtime_error("could not reserve " + std::to_string(free_pages) + " free huge pages (have " +
                                std::to_string(got) + ", via " + nr_ + ")");
+    if (got > before && dlsym(RTLD_DEFAULT, "hugepool_alloc") != nullptr) ::usleep(80000);
   }
   long long available() const { return pool_number(free_.c_str()) - pool_number(resv_.c_str()); }
 
