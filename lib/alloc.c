@@ -13,6 +13,7 @@
 
 #include "cache.h"
 #include "hooks.h"
+#include "live.h"
 #include "registry.h"
 #include "share.h"
 #include "split.h"
@@ -186,6 +187,15 @@ static size_t take_of_kind(hp_block *out, size_t max, void *arg) {
   if (n < max && r->need > 0) n += tcache_drain(r->kind, out + n, max - n, &r->need);
   return n;
 }
+
+/* Every cached block, the shared cache's then the threads'. */
+static size_t take_any(hp_block *out, size_t max, void *arg) {
+  (void)arg;
+  size_t n = cache_drain(out, max);
+  return n + tcache_drain(HUGEPOOL_KIND_NONE, out + n, max - n, NULL);
+}
+
+size_t release_cached(void) { return release_batches(take_any, NULL, &hp_stats.trims); }
 
 size_t release_for(hugepool_kind kind, size_t need) {
   reclaim r = {kind, need};
@@ -431,40 +441,11 @@ bool alloc_free(void *ptr, bool keep, bool quiet) {
 
 /* ---- live blocks, for realloc.c ---------------------------------------- */
 
-static int mark_resizing(hp_block *b, void *arg) {
-  if (b->resizing) {
-    errno = EBUSY;
-    return -1;
-  }
-  b->resizing = 1;
-  *(hp_block *)arg = *b;
-  return 0;
-}
-
-static int set_block(hp_block *b, void *arg) {
-  *b = *(const hp_block *)arg;
-  return 0;
-}
-
-int live_begin_resize(const void *addr, hp_block *out) {
-  for (;;) {
-    hp_block copy;
-    if (registry_update(addr, mark_resizing, out, &copy) == 0) return 0;
-    if (errno != EAGAIN) return -1;            /* EINVAL or EBUSY */
-    int err = tcache_detach(&copy, true, out); /* a thread cache handed it out */
-    if (err == 0) return 0;
-    if (err != EAGAIN) {
-      errno = err;
-      return -1;
-    }
-  }
-}
-
 void live_end_resize(const hp_block *was, const hp_block *now, hp_resize_outcome outcome) {
   hp_block b = *now, old;
   b.resizing = 0;
   if (b.addr == was->addr) {
-    (void)registry_update(b.addr, set_block, &b, &old); /* in place: needs no memory */
+    live_end_in_place(&b);
   } else {
     (void)registry_remove_resized(was->addr, &old);
     if (registry_insert(&b) != 0) /* the new address's stripe could not grow */

@@ -34,6 +34,10 @@ static inline size_t hp_fit_max(size_t size, size_t page) {
   return size + more < size ? size : size + more;
 }
 
+/* A block of at least `bytes` on `node` (HUGEPOOL_ANY_NODE: any), from the
+ * caches or mapped (*fresh: new pages, zero), else the policy's fallback;
+ * NULL with errno.  (hooks.h declares it for the preload too.) */
+HP_INTERNAL void *hp_allocate(size_t bytes, int node, bool *fresh);
 /* The free of ptr.  keep: the block may go to a cache (hugepool_free); else
  * it goes back to the pool now (hp_free_to_pool).  quiet: a pointer that is
  * no live buffer is no error (hp_free_if_live).  false: nothing freed.
@@ -50,17 +54,16 @@ HP_INTERNAL size_t release_batches(size_t (*take)(hp_block *out, size_t max, voi
 /* Releases cached blocks of `kind`, oldest first, until `need` bytes are on
  * their way back to the pool (or none is left); returns the bytes. */
 HP_INTERNAL size_t release_for(hugepool_kind kind, size_t need);
+/* Releases every cached block, the shared cache's and the threads' (a
+ * trim: each block counted in trims); returns the bytes. */
+HP_INTERNAL size_t release_cached(void);
 /* Waits until other threads' lazy releases have reached the pool. */
 HP_INTERNAL void release_wait(void);
 /* fork child: releases in flight in the parent never happen here. */
 HP_INTERNAL void release_forget_in_flight(void);
 
 /* ---- live blocks, for realloc.c (alloc.c) ---------------------------- */
-/* Marks the live block at `addr` as being resized and copies it to *out.
- * Until live_end_resize(), hugepool_free() of it warns and does nothing and
- * another resize is refused.  0, or -1 with errno = EINVAL (not a live
- * buffer) or EBUSY (another thread is resizing it). */
-HP_INTERNAL int live_begin_resize(const void *addr, hp_block *out);
+/* A resize begins with live_begin_resize() (live.h). */
 typedef enum hp_resize_outcome {
   HP_RESIZE_KEPT,   /* the same pages (requested bytes may differ) */
   HP_RESIZE_GROWN,  /* pages added, none copied */

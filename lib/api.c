@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The public C API (include/hugepool/hugepool.h) around the allocation path
- * (alloc.c): allocation and free, ownership, run-time settings, trim,
- * statistics.  The top of the core with init.c: every function starts the
- * core first (hp_ensure_init), so nothing below has to.  (hugepool_realloc
- * is realloc.c's, the segments segment.c's, the statistics' text stats.c's.)
- * The preload's free hooks (hooks.h) are here too: they start the core as
- * hugepool_free does. */
+/* The public C API (include/hugepool/hugepool.h), every hugepool_* function
+ * of the core in one file: allocation and free, resize (realloc.c),
+ * ownership, run-time settings, trim, statistics (stats.c), node-shared
+ * segments (segment.c).  The top of the core with init.c: every function
+ * starts the core first (hp_ensure_init), so nothing below has to, and
+ * nothing below calls a public function.  The preload's free hooks
+ * (hooks.h) are here too: they start the core as hugepool_free does. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -15,7 +15,10 @@
 #include "cache.h"
 #include "hooks.h"
 #include "init.h"
+#include "realloc.h"
 #include "registry.h"
+#include "segment.h"
+#include "stats.h"
 #include "tcache.h"
 
 void *hugepool_alloc(size_t bytes) {
@@ -60,6 +63,11 @@ void hp_free_to_pool(void *ptr) { (void)free_started(ptr, false, false); }
 
 bool hp_free_if_live(void *ptr) { return free_started(ptr, true, true); }
 
+void *hugepool_realloc(void *ptr, size_t bytes) {
+  hp_ensure_init();
+  return realloc_resize(ptr, bytes);
+}
+
 /* The live block at ptr: this thread's own handed-out blocks first (no
  * shared lock), then the registry, asking a thread cache about its entries. */
 static const hp_block *find_live(const void *ptr, hp_block *copy) {
@@ -89,16 +97,9 @@ hugepool_kind hugepool_kind_of(const void *ptr) {
   return find_live(ptr, &b) ? (hugepool_kind)b.kind : HUGEPOOL_KIND_NONE;
 }
 
-/* Every cached block, the shared cache's then the threads'. */
-static size_t take_any(hp_block *out, size_t max, void *arg) {
-  (void)arg;
-  size_t n = cache_drain(out, max);
-  return n + tcache_drain(HUGEPOOL_KIND_NONE, out + n, max - n, NULL);
-}
-
 size_t hugepool_trim(void) {
   hp_ensure_init();
-  return release_batches(take_any, NULL, &hp_stats.trims);
+  return release_cached();
 }
 
 int hugepool_set_policy(hugepool_policy policy) {
@@ -159,16 +160,17 @@ int hugepool_set_cache_limits(size_t max_slots, size_t max_bytes) {
 void hugepool_get_stats(hugepool_stats *out) {
   if (!out) return;
   hp_ensure_init();
-  pthread_mutex_lock(&hp_lock);
-  *out = hp_stats;
-  tcache_sum_stats(out);
-  size_t count, bytes;
-  tcache_totals(&count, &bytes);
-  out->bytes_cached = cache_bytes() + bytes;
-  out->cached_buffers = cache_count() + count;
-  out->cache_max_slots = cache_max_slots();
-  out->cache_max_bytes = cache_max_bytes();
-  pthread_mutex_unlock(&hp_lock);
+  stats_snapshot(out);
+}
+
+int hugepool_stats_snprint(char *buf, size_t len, hugepool_stats_format format) {
+  hp_ensure_init();
+  return stats_snprint(buf, len, format);
+}
+
+int hugepool_stats_print(FILE *stream, hugepool_stats_format format) {
+  hp_ensure_init();
+  return stats_print(stream, format);
 }
 
 long hugepool_pool_free_pages(int node) {
@@ -176,14 +178,7 @@ long hugepool_pool_free_pages(int node) {
   return os_pool_available(hp_current_page_size(), node);
 }
 
-const char *hugepool_policy_name(hugepool_policy policy) {
-  switch (policy) {
-    case HUGEPOOL_POLICY_STRICT: return "strict";
-    case HUGEPOOL_POLICY_THP: return "thp";
-    case HUGEPOOL_POLICY_SMALL: return "small";
-  }
-  return "unknown";
-}
+const char *hugepool_policy_name(hugepool_policy policy) { return hp_policy_name(policy); }
 
 const char *hugepool_kind_name(hugepool_kind kind) {
   switch (kind) {
@@ -195,3 +190,15 @@ const char *hugepool_kind_name(hugepool_kind kind) {
   }
   return "unknown";
 }
+
+int hugepool_segment_create(size_t bytes, const hugepool_segment_options *opts, hugepool_segment *out) {
+  hp_ensure_init();
+  return segment_create(bytes, opts, out);
+}
+
+int hugepool_segment_map(const hugepool_segment_handle *h, hugepool_segment *out) {
+  hp_ensure_init(); /* options, diagnostics */
+  return segment_map(h, out);
+}
+
+int hugepool_segment_unmap(hugepool_segment *seg) { return segment_unmap(seg); }

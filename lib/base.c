@@ -120,3 +120,12 @@ void hp_describe_shortage(char *buf, size_t len, size_t size, size_t page, int n
                  page == HP_1G ? "1 GB" : "2 MB", where, need, avail, total, target, knob,
                  reserve); /* truncation only shortens the message */
 }
+
+const char *hp_policy_name(hugepool_policy policy) {
+  switch (policy) {
+    case HUGEPOOL_POLICY_STRICT: return "strict";
+    case HUGEPOOL_POLICY_THP: return "thp";
+    case HUGEPOOL_POLICY_SMALL: return "small";
+  }
+  return "unknown";
+}

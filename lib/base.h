@@ -59,8 +59,12 @@ HP_INTERNAL size_t hp_current_page_size(void);
 HP_INTERNAL void hp_set_page_size(size_t page);
 HP_INTERNAL hugepool_policy hp_current_policy(void);
 HP_INTERNAL void hp_set_policy(hugepool_policy policy);
+HP_INTERNAL const char *hp_policy_name(hugepool_policy policy); /* "strict", "thp", "small" */
 HP_INTERNAL void hp_report_shortage(size_t size, size_t page, int node);
-/* The counters hp_lock guards (hugepool_get_stats() adds the caches'). */
+/* The pool part of a shortage line, "2 MB hugetlb pages: need N pages, ..."
+ * (also in hooks.h: the preload's lines share it). */
+HP_INTERNAL void hp_describe_shortage(char *buf, size_t len, size_t size, size_t page, int node);
+/* The counters hp_lock guards (stats_snapshot() adds the caches'). */
 extern HP_INTERNAL hugepool_stats hp_stats;
 HP_INTERNAL void stats_mapped(size_t bytes);
 HP_INTERNAL void stats_unmapped(size_t bytes);

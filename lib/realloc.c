@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hugepool_realloc(): growth without copying.
+/* Resizing a live buffer (hugepool_realloc, api.c): growth without copying.
  *
  * The rules this file keeps, and why:
  *  1. Growth maps only the pages added, as a mapping of their own, reserved
@@ -29,15 +29,19 @@
  *     buffer is untouched; with policy thp or small the contents are copied
  *     into a new (fallback) buffer, as the policy allows for any allocation.
  *
- * The core is reached through live_begin_resize() / live_end_resize() (the
- * registry of live blocks and the statistics), live_reclaim() (the cache),
- * and the OS layer for every system call. */
+ * The core is reached through live_begin_resize() (live.h) and
+ * live_end_resize() (the registry of live blocks and the statistics),
+ * live_reclaim() (the cache), hp_allocate() and alloc_free() (alloc.h), and
+ * the OS layer for every system call.  The caller has started the core. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
 
+#include "realloc.h"
+
 #include "alloc.h"
+#include "live.h"
 
 #define HP_HEADROOM_MIN ((size_t)64 << 20)
 
@@ -52,11 +56,11 @@ static void resizes_fork_prepare(void) { pthread_rwlock_wrlock(&resize_lock); }
 static void resizes_fork_done(void) { pthread_rwlock_unlock(&resize_lock); }
 
 static void init_once(void) {
-  /* The core registers its atfork handlers at its init; registering ours
-   * after them makes our prepare handler run first (prepare handlers run in
-   * reverse order): a resize in flight can still take the core's lock to
-   * finish while fork() waits for it. */
-  (void)hugepool_get_policy();
+  /* The core registered its atfork handlers at its init, before the first
+   * resize (the caller started it); registering ours after them makes our
+   * prepare handler run first (prepare handlers run in reverse order): a
+   * resize in flight can still take the core's lock to finish while fork()
+   * waits for it. */
   pthread_atfork(resizes_fork_prepare, resizes_fork_done, resizes_fork_done);
 }
 
@@ -165,20 +169,24 @@ static bool shrink(hp_block *b, size_t new_size) {
 }
 
 /* The pool is short and the policy allows a fallback: copy into a new
- * buffer (which hugepool_alloc() puts on the fallback kind). */
+ * buffer (which hp_allocate() puts on the fallback kind). */
 static void *grow_by_copy(void *ptr, size_t old_size, size_t bytes) {
-  void *fresh = hugepool_alloc(bytes);
-  if (!fresh) return NULL;
-  memcpy(fresh, ptr, old_size < bytes ? old_size : bytes);
+  bool fresh;
+  void *to = hp_allocate(bytes, HUGEPOOL_ANY_NODE, &fresh);
+  if (!to) return NULL;
+  memcpy(to, ptr, old_size < bytes ? old_size : bytes);
   live_count_copy();
-  hugepool_free(ptr);
-  return fresh;
+  (void)alloc_free(ptr, true, false);
+  return to;
 }
 
-void *hugepool_realloc(void *ptr, size_t bytes) {
-  if (!ptr) return hugepool_alloc(bytes);
+void *realloc_resize(void *ptr, size_t bytes) {
+  if (!ptr) {
+    bool fresh;
+    return hp_allocate(bytes, HUGEPOOL_ANY_NODE, &fresh);
+  }
   if (bytes == 0) {
-    hugepool_free(ptr);
+    (void)alloc_free(ptr, true, false);
     return NULL;
   }
   pthread_once(&resize_once, init_once);
@@ -211,7 +219,7 @@ void *hugepool_realloc(void *ptr, size_t bytes) {
     outcome = HP_RESIZE_SHRUNK;
   }
   if (!err) now.requested = bytes;
-  bool copy = err == ENOMEM && is_huge(was.kind) && hugepool_get_policy() != HUGEPOOL_POLICY_STRICT;
+  bool copy = err == ENOMEM && is_huge(was.kind) && hp_current_policy() != HUGEPOOL_POLICY_STRICT;
   live_end_resize(&was, &now, copy ? HP_RESIZE_KEPT : outcome);
   pthread_rwlock_unlock(&resize_lock);
   if (copy) return grow_by_copy(ptr, was.size, bytes);

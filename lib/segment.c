@@ -12,15 +12,17 @@
  *     device and page size the handle names, and at least its size.
  *     Anything else is an error and nothing is mapped.
  *  4. Other users are kept out by the kernel: pidfd_getfd() and
- *     /proc/<pid>/fd need ptrace rights on the creator, the file is 0600. */
+ *     /proc/<pid>/fd need ptrace rights on the creator, the file is 0600.
+ * The public hugepool_segment_* (api.c) start the core and call these. */
 #define _GNU_SOURCE
+#include "segment.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "base.h"
-#include "hooks.h" /* hp_describe_shortage */
+#include "alloc.h" /* release_cached */
 
 static size_t round_up_pages(size_t bytes, size_t page) {
   size_t r = (bytes + page - 1) & ~(page - 1);
@@ -59,10 +61,10 @@ static int create_mapped(size_t size, size_t page, int node, const char *dir, in
   return 0;
 }
 
-int hugepool_segment_create(size_t bytes, const hugepool_segment_options *opts, hugepool_segment *out) {
+int segment_create(size_t bytes, const hugepool_segment_options *opts, hugepool_segment *out) {
   hugepool_segment_options o = HUGEPOOL_SEGMENT_OPTIONS_INIT;
   if (opts) o = *opts;
-  size_t page = o.page_size ? o.page_size : hugepool_get_page_size(); /* also initialises the library */
+  size_t page = o.page_size ? o.page_size : hp_current_page_size();
   if (!out || bytes == 0 || (page != HP_2M && page != HP_1G)) {
     errno = EINVAL;
     return -1;
@@ -97,7 +99,7 @@ int hugepool_segment_create(size_t bytes, const hugepool_segment_options *opts, 
   int fd = -1;
   void *p = NULL;
   int rc = create_mapped(size, page, o.node, dir, &fd, &p);
-  if (rc != 0 && errno == ENOMEM && hugepool_trim() > 0) {
+  if (rc != 0 && errno == ENOMEM && release_cached() > 0) {
     rc = create_mapped(size, page, o.node, dir, &fd, &p); /* our own cache held the pages */
   }
   if (rc != 0) {
@@ -155,8 +157,7 @@ static int check_peer_file(int fd, const hugepool_segment_handle *h) {
   return 0;
 }
 
-int hugepool_segment_map(const hugepool_segment_handle *h, hugepool_segment *out) {
-  (void)hugepool_get_page_size(); /* initialises the library (options, diagnostics) */
+int segment_map(const hugepool_segment_handle *h, hugepool_segment *out) {
   if (!h || !out || h->size == 0 || (h->page_size != HP_2M && h->page_size != HP_1G) || h->size % h->page_size != 0 ||
       h->size > (uint64_t)SIZE_MAX || h->fd < 0 || h->fd > INT32_MAX) {
     errno = EINVAL;
@@ -195,7 +196,7 @@ int hugepool_segment_map(const hugepool_segment_handle *h, hugepool_segment *out
   return 0;
 }
 
-int hugepool_segment_unmap(hugepool_segment *seg) {
+int segment_unmap(hugepool_segment *seg) {
   if (!seg || !seg->addr || seg->size == 0) {
     errno = EINVAL;
     return -1;

@@ -62,8 +62,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "alloc.h"
 #include "hooks.h"
+#include "live.h"
 #include "registry.h"
 
 static pthread_mutex_t split_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -341,7 +341,7 @@ static int split_page_at(char *addr, bool *ours) {
     warn_once(page, &live);
   }
   int err = errno;
-  live_end_resize(&live, &live, HP_RESIZE_KEPT);
+  live_end_in_place(&live);
   errno = err;
   return rc;
 }

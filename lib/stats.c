@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Statistics: the counters kept under the hugepool lock (base.c), as text or
- * JSON, and printed at exit on request (HUGEPOOL_STATS, HUGEPOOL_STATS_FILE). */
+/* Statistics: the counters kept under the hugepool lock (base.c) and the
+ * caches' totals, as one snapshot, as text or JSON, and printed at exit on
+ * request (HUGEPOOL_STATS, HUGEPOOL_STATS_FILE).  The caller has started
+ * the core (api.c, init.c). */
 #define _GNU_SOURCE
 #include "stats.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -13,9 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "hooks.h"
 #include "launcher.h"
 #include "options.h"
+#include "tcache.h"
 
 size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);
 const char *hp_stats_policy_label;
@@ -123,23 +128,36 @@ static void record_ids(char host[64], char job[64], long *lrank) {
 #define HP_VERSION_TEXT \
   HP_STR(HUGEPOOL_VERSION_MAJOR) "." HP_STR(HUGEPOOL_VERSION_MINOR) "." HP_STR(HUGEPOOL_VERSION_PATCH)
 
-int hugepool_stats_snprint(char *buf, size_t len, hugepool_stats_format format) {
+void stats_snapshot(hugepool_stats *out) {
+  pthread_mutex_lock(&hp_lock);
+  *out = hp_stats;
+  tcache_sum_stats(out);
+  size_t count, bytes;
+  tcache_totals(&count, &bytes);
+  out->bytes_cached = cache_bytes() + bytes;
+  out->cached_buffers = cache_count() + count;
+  out->cache_max_slots = cache_max_slots();
+  out->cache_max_bytes = cache_max_bytes();
+  pthread_mutex_unlock(&hp_lock);
+}
+
+int stats_snprint(char *buf, size_t len, hugepool_stats_format format) {
   hugepool_stats st;
-  hugepool_get_stats(&st);
+  stats_snapshot(&st);
   sink s = {buf, len, 0};
   if (len) buf[0] = '\0';
   hp_extra_stat extra[16];
   size_t n_extra = hp_stats_extra ? hp_stats_extra(extra, sizeof(extra) / sizeof(extra[0])) : 0;
   /* One policy, as the user chose it: the preload's default is its own
    * fallback to glibc (the core underneath runs strict and quiet). */
-  const char *policy = hp_stats_policy_label ? hp_stats_policy_label : hugepool_policy_name(hugepool_get_policy());
+  const char *policy = hp_stats_policy_label ? hp_stats_policy_label : hp_policy_name(hp_current_policy());
   long rank = mpi_rank(), lrank = -1;
   char host[64], job[64];
   record_ids(host, job, &lrank);
-  long pool_pages = os_pool_total(hugepool_get_page_size(), -1); /* the node's pool (-1: unknown) */
+  long pool_pages = os_pool_total(hp_current_page_size(), -1); /* the node's pool (-1: unknown) */
   if (format == HUGEPOOL_STATS_JSON) {
     emit(&s, "{\"pid\": %ld, \"rank\": %ld, \"policy\": \"%s\", \"page_size\": %zu", (long)getpid(), rank, policy,
-         hugepool_get_page_size());
+         hp_current_page_size());
     emit(&s, ", \"local_rank\": %ld, \"host\": \"%s\", \"job\": \"%s\", \"version\": \"%s\", \"pool_pages\": %ld",
          lrank, host, job, HP_VERSION_TEXT, pool_pages);
 #define HP_JSON(field, label) emit(&s, ", \"%s\": %llu", #field, (unsigned long long)st.field);
@@ -154,7 +172,7 @@ int hugepool_stats_snprint(char *buf, size_t len, hugepool_stats_format format) 
                                    ", local rank %ld", lrank);
     emit(&s, "hugepool statistics (pid %ld%s, host %s%s%s, version %s, policy %s, page size %zu KiB, pool pages %ld)\n",
          (long)getpid(), rank_text, host, job[0] ? ", job " : "", job, HP_VERSION_TEXT, policy,
-         hugepool_get_page_size() >> 10, pool_pages);
+         hp_current_page_size() >> 10, pool_pages);
     char size[32];
 #define HP_TEXT(field, label)                                        \
   if (strstr(#field, "bytes")) {                                     \
@@ -177,9 +195,9 @@ int hugepool_stats_snprint(char *buf, size_t len, hugepool_stats_format format) 
   return (int)s.need;
 }
 
-int hugepool_stats_print(FILE *stream, hugepool_stats_format format) {
+int stats_print(FILE *stream, hugepool_stats_format format) {
   char buf[4096];
-  int n = hugepool_stats_snprint(buf, sizeof(buf), format);
+  int n = stats_snprint(buf, sizeof(buf), format);
   if (n < 0 || !stream) return -1;
   return fputs(buf, stream) == EOF ? -1 : 0;
 }
@@ -230,15 +248,14 @@ void stats_print_at_exit(void) {
    * all-zero block would bury the ranks' own, and its "norank" file would
    * overwrite another's.  Asked includes refused and fallen back. */
   hugepool_stats st;
-  hugepool_get_stats(&st);
+  stats_snapshot(&st);
   bool asked = st.allocs != 0 || st.failures != 0;
   hp_extra_stat extra[16];
   size_t n_extra = hp_stats_extra && !asked ? hp_stats_extra(extra, sizeof(extra) / sizeof(extra[0])) : 0;
   for (size_t i = 0; i < n_extra; i++) asked = asked || ((extra[i].flags & HP_EXTRA_ACTIVITY) && extra[i].value);
   if (!asked) return;
   char text[4096];
-  int n = hugepool_stats_snprint(text, sizeof(text),
-                                 mode == HP_STATS_JSON_AT_EXIT ? HUGEPOOL_STATS_JSON : HUGEPOOL_STATS_TEXT);
+  int n = stats_snprint(text, sizeof(text), mode == HP_STATS_JSON_AT_EXIT ? HUGEPOOL_STATS_JSON : HUGEPOOL_STATS_TEXT);
   if (n <= 0) return;
   size_t len = (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1;
   if (!pattern) {

@@ -19,6 +19,7 @@
 
 #include "core_test.hpp"
 #include "alloc.h"
+#include "live.h"
 #include "registry.h"
 
 using namespace test;

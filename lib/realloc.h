@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Resizing a live buffer (realloc.c), for hugepool_realloc (api.c): growth
+ * without copying, shrinking in place, a copy only where the policy allows a
+ * fallback.  Not installed.  The caller has started the core.  Lock order:
+ * realloc.c's resize lock first, before hp_lock and every lock below it. */
+#ifndef HUGEPOOL_REALLOC_H
+#define HUGEPOOL_REALLOC_H
+
+#include "base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* hugepool_realloc(ptr, bytes), as include/hugepool/hugepool.h says. */
+HP_INTERNAL void *realloc_resize(void *ptr, size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HUGEPOOL_REALLOC_H */
