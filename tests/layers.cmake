@@ -3,9 +3,17 @@
 #  1. preload/ includes of lib/ only hooks.h (what the preload sees of the core);
 #  2. mpi/ includes of lib/ only option-reader.h (the preload's option reader);
 #  3. the OS layer (os.c, os-file.c, os.h) includes of lib/ only os.h;
-#  4. a header of lib/ includes only headers of a lower level (the table below).
+#  4. a header of lib/ includes only headers of a lower level (the table below);
+#  5. a source file of lib/ includes only headers of a lower level than its
+#     own, besides its own header: nothing below calls up (a call needs a
+#     declaration, and -Werror=implicit-function-declaration makes it so).
+#     hooks.h, the top, is included below the top only by the files that
+#     define what it declares (so the compiler checks one against the other).
+#  6. given the core's objects, only api.c's defines or calls a public
+#     hugepool_* function: the public API is the top, and it starts the core
+#     (hp_ensure_init) before anything below runs.
 # A quoted include naming a file of lib/ counts, with or without a path.
-#   cmake -DROOT=<source dir> -P layers.cmake
+#   cmake -DROOT=<source dir> [-DNM=nm -DOBJECTS=<a.o|b.o|...>] -P layers.cmake
 cmake_minimum_required(VERSION 3.25)
 if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<source dir> -P layers.cmake")
@@ -17,20 +25,34 @@ set(level_spin.h 0)
 set(level_size.h 0)
 set(level_option-reader.h 0)
 set(level_warn.h 1)
-set(level_options.h 1)
-set(level_init.h 1)
 set(level_launcher.h 1)
-set(level_base.h 2)
-set(level_registry.h 3)
-set(level_cache.h 3)
-set(level_tcache.h 3)
-set(level_share.h 3)
-set(level_split.h 3)
-set(level_fork.h 3)
-set(level_stats.h 3)
-set(level_alloc.h 4)
-set(level_atfork.h 1)
-set(level_hooks.h 5)
+set(level_init.h 1)   # one declaration, defined at the top (init.c)
+set(level_atfork.h 1) # one declaration, defined at the top (atfork.c)
+set(level_options.h 2)
+set(level_base.h 3)
+set(level_registry.h 4)
+set(level_cache.h 4)
+set(level_share.h 4)
+set(level_tcache.h 5)
+set(level_live.h 6)
+set(level_split.h 7)
+set(level_fork.h 8)
+set(level_alloc.h 8)
+set(level_stats.h 9)
+set(level_realloc.h 9)
+set(level_segment.h 9)
+set(level_hooks.h 10)
+set(top 10)
+
+# The level of each source file of lib/: its own header's (the header of
+# its name, or named here), unless its level is named here.
+set(own_header_option-table.c options.h) # the table options.h describes
+set(own_header_os-file.c os.h)
+set(source_level_init.c ${top})
+set(source_level_atfork.c ${top})
+set(source_level_api.c ${top})
+# These define what hooks.h declares for the preload.
+set(defines_hooks base.c alloc.c split.c stats.c api.c)
 
 file(GLOB lib_headers RELATIVE ${ROOT}/lib ${ROOT}/lib/*.h)
 set(problems "")
@@ -83,9 +105,59 @@ foreach(header IN LISTS lib_headers)
   endforeach()
 endforeach()
 
+# Source files: only lower levels, their own header, hooks.h where they define it.
+file(GLOB lib_sources RELATIVE ${ROOT}/lib ${ROOT}/lib/*.c)
+foreach(source IN LISTS lib_sources)
+  string(REGEX REPLACE "\\.c$" ".h" own "${source}")
+  if(DEFINED own_header_${source})
+    set(own ${own_header_${source}})
+  endif()
+  if(DEFINED source_level_${source})
+    set(at ${source_level_${source}})
+  elseif(DEFINED level_${own})
+    set(at ${level_${own}})
+  else()
+    list(APPEND problems "lib/${source} has no level in tests/layers.cmake (no ${own}, no source_level_)")
+    continue()
+  endif()
+  lib_includes(${ROOT}/lib/${source} found)
+  foreach(path IN LISTS found)
+    get_filename_component(name "${path}" NAME)
+    if(name STREQUAL own OR level_${name} LESS at)
+      continue()
+    endif()
+    if(name STREQUAL "hooks.h" AND source IN_LIST defines_hooks)
+      continue()
+    endif()
+    list(APPEND problems "lib/${source} (level ${at}) includes ${name} (level ${level_${name}}): a call up")
+  endforeach()
+endforeach()
+
+# Objects: the public functions are defined and called in api.c alone.
+if(OBJECTS)
+  string(REPLACE "|" ";" objects "${OBJECTS}")
+  foreach(object IN LISTS objects)
+    get_filename_component(name "${object}" NAME)
+    if(name MATCHES "^api\\.c\\.o(bj)?$")
+      continue()
+    endif()
+    execute_process(COMMAND ${NM} -P ${object} OUTPUT_VARIABLE symbols RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      list(APPEND problems "${NM} -P ${object} failed")
+      continue()
+    endif()
+    string(REGEX MATCHALL "(^|\n)hugepool_[a-z0-9_]+ [A-Za-z]" used "${symbols}")
+    foreach(entry IN LISTS used)
+      string(STRIP "${entry}" entry)
+      list(APPEND problems "lib/${name}: ${entry} (a public function outside api.c)")
+    endforeach()
+  endforeach()
+endif()
+
 if(problems)
   list(JOIN problems "\n  " text)
   message(FATAL_ERROR "layers broken:\n  ${text}")
 endif()
 list(LENGTH lib_headers n)
-message(STATUS "layers: ${n} headers of lib/, preload/, mpi/ and the OS layer keep their include rules")
+list(LENGTH lib_sources m)
+message(STATUS "layers: ${n} headers and ${m} source files of lib/, preload/, mpi/ and the OS layer keep their include rules")
