@@ -422,6 +422,135 @@ static void fmt_bytes(unsigned long long b, char *buf, size_t len) {
     (void)snprintf(buf, len, "%llu MiB", b / MB);
 }
 
+/* One line of /proc/self/cgroup ("ID:CONTROLLERS:PATH") a hugetlb controller
+ * governs: the v2 line, or a v1 line naming hugetlb, whose hierarchy is
+ * mounted.  Returns 0 with *v2, *cg (inside line) and the mount point. */
+static int hugetlb_hierarchy(char *line, int *v2, const char **cg, char *mnt, size_t len) {
+  char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+  if (!c2) return -1;
+  *c1 = *c2 = '\0';
+  const char *ctrl = c1 + 1;
+  *v2 = strcmp(line, "0") == 0 && ctrl[0] == '\0';
+  if (!*v2 && !strstr(ctrl, "hugetlb")) return -1;
+  *cg = c2 + 1;
+  return cgroup_mount(*v2, mnt, len);
+}
+
+/* The Slurm plugin's per-job cgroup (setuid-helper/cgroup.c): its
+ * reservation limit is the job's grant, raised by hugepool-reserve.  Says so
+ * and returns 1 when cg is one. */
+static int hugepool_job_row(const char *cg, int v2) {
+  unsigned long job = 0;
+  char tail = 0;
+  if (sscanf(cg, "/hugepool/job_%lu%c", &job, &tail) != 1) return 0;
+  dr_row(
+      "Slurm job %lu runs in its own hugetlb cgroup (hugepool job isolation, cgroup %s): its pages are its "
+      "own, a mapping beyond its reservation limit fails with ENOMEM; hugepool-reserve PAGES raises it",
+      job, v2 ? "v2" : "v1");
+  dr_kv_num("job", (long long)job);
+  dr_kv_str("isolation", "hugepool");
+  return 1;
+}
+
+/* One page size's limits in one hierarchy. */
+struct size_limits {
+  struct climit fault, rsvd;
+  int have_fault, have_rsvd; /* the files exist on the path to the root */
+};
+
+/* The tightest fault-time and reservation limits of one page size over cg
+ * and its ancestors (v1 and v2 name the files differently).  Returns 0
+ * when neither kind of file exists. */
+static int read_size_limits(const char *mnt, const char *cg, int v2, const char *size, struct size_limits *out) {
+  char lf[64], uf[64], rlf[64], ruf[64];
+  (void)snprintf(lf, sizeof lf, "hugetlb.%s.%s", size, v2 ? "max" : "limit_in_bytes");
+  (void)snprintf(uf, sizeof uf, "hugetlb.%s.%s", size, v2 ? "current" : "usage_in_bytes");
+  (void)snprintf(rlf, sizeof rlf, "hugetlb.%s.rsvd.%s", size, v2 ? "max" : "limit_in_bytes");
+  (void)snprintf(ruf, sizeof ruf, "hugetlb.%s.rsvd.%s", size, v2 ? "current" : "usage_in_bytes");
+  out->have_fault = tightest(mnt, cg, lf, uf, &out->fault) == 0;
+  out->have_rsvd = tightest(mnt, cg, rlf, ruf, &out->rsvd) == 0;
+  return out->have_fault || out->have_rsvd;
+}
+
+/* The row of one page size's limits and use. */
+static void size_limits_row(const char *cg, int v2, const char *size, const struct size_limits *l) {
+  char a[32], b[32], c[32], d[32];
+  fmt_bytes(l->fault.limit, a, sizeof a);
+  fmt_bytes(l->fault.usage, b, sizeof b);
+  fmt_bytes(l->rsvd.limit, c, sizeof c);
+  fmt_bytes(l->rsvd.usage, d, sizeof d);
+  dr_row("cgroup %s %s (%s): fault-time limit %s (used %s), reservation limit %s (used %s)", v2 ? "v2" : "v1", cg, size,
+         a, b, l->have_rsvd ? c : "not supported", d);
+  dr_kv_str("hierarchy", v2 ? "v2" : "v1");
+  dr_kv_str("cgroup", cg);
+  dr_kv_str("page", size);
+  dr_kv_num("max_bytes", l->fault.limit >= UNLIMITED_BYTES ? -1 : (long long)l->fault.limit);
+  dr_kv_num("current_bytes", (long long)l->fault.usage);
+  dr_kv_num("rsvd_max_bytes", !l->have_rsvd || l->rsvd.limit >= UNLIMITED_BYTES ? -1 : (long long)l->rsvd.limit);
+  dr_kv_num("rsvd_current_bytes", (long long)l->rsvd.usage);
+}
+
+/* The 2 MB reservation limit against the need: mmap fails with ENOMEM
+ * beyond it.  In a hugepool job cgroup hugepool-reserve raises it. */
+static void judge_rsvd_limit(const struct size_limits *l, int v2, int hp_job, unsigned long long want) {
+  const struct climit *rsvd = &l->rsvd;
+  if (!l->have_rsvd || rsvd->limit == UNLIMITED_BYTES) return;
+  unsigned long long room = rsvd->limit - (rsvd->usage < rsvd->limit ? rsvd->usage : rsvd->limit);
+  if (room >= want) return;
+  char fix[PATH_MAX + 64];
+  if (hp_job)
+    (void)snprintf(fix, sizeof fix, "hugepool-reserve %llu   (inside the job: raises its limit with the pool)",
+                   (rsvd->usage + want + 2 * MB - 1) / (2 * MB));
+  else
+    (void)snprintf(fix, sizeof fix, "echo %s > %s   (as root, or ask the batch system to raise it)", v2 ? "max" : "-1",
+                   rsvd->where);
+  dr_problem(DR_ERROR, fix,
+             "hugetlb cgroup reservation limit: %s allows %llu more MiB of 2 MB pages, the job needs %llu MiB "
+             "(mmap fails with ENOMEM)",
+             rsvd->where, room / MB, want / MB);
+}
+
+/* The 2 MB fault-time limit: touching pages beyond it kills the process
+ * with SIGBUS, so it must leave room for the need, and a reservation limit
+ * no larger should turn that into ENOMEM at mmap. */
+static void judge_fault_limit(const struct size_limits *l, int v2, unsigned long long want) {
+  const struct climit *fault = &l->fault;
+  if (!l->have_fault || fault->limit == UNLIMITED_BYTES) return;
+  char fix[PATH_MAX + 64];
+  (void)snprintf(fix, sizeof fix, "echo %s > %s   (as root; limit %s instead, which fails at mmap)", v2 ? "max" : "-1",
+                 fault->where, v2 ? "hugetlb.2MB.rsvd.max" : "hugetlb.2MB.rsvd.limit_in_bytes");
+  unsigned long long room = fault->limit > fault->usage ? fault->limit - fault->usage : 0;
+  if (room < want)
+    dr_problem(DR_ERROR, fix,
+               "hugetlb cgroup fault-time limit: %s allows %llu more MiB of 2 MB pages, the job needs %llu "
+               "MiB: touching the pages beyond it kills the process with SIGBUS",
+               fault->where, room / MB, want / MB);
+  else if (!l->have_rsvd || l->rsvd.limit > fault->limit)
+    dr_problem(DR_WARNING, fix,
+               "hugetlb cgroup fault-time limit %s (%llu MiB) is not matched by a reservation limit: a "
+               "process that maps more than it allows is killed with SIGBUS at first touch instead of "
+               "getting ENOMEM",
+               fault->where, fault->limit / MB);
+}
+
+/* One hierarchy's limits for the process's cgroup: a row a page size, the
+ * 2 MB ones judged against the need.  Returns 1 when any limit was found. */
+static int check_hierarchy(int v2, const char *cg, const char *mnt, unsigned long long want) {
+  int hp_job = hugepool_job_row(cg, v2);
+  const char *sizes[] = {"2MB", "1GB"};
+  int any = 0;
+  for (int s = 0; s < 2; s++) {
+    struct size_limits l;
+    if (!read_size_limits(mnt, cg, v2, sizes[s], &l)) continue;
+    any = 1;
+    size_limits_row(cg, v2, sizes[s], &l);
+    if (s != 0) continue; /* the job's need is counted in 2 MB pages */
+    judge_rsvd_limit(&l, v2, hp_job, want);
+    judge_fault_limit(&l, v2, want);
+  }
+  return any;
+}
+
 void dr_check_cgroups(const struct dr_need *need) {
   char self[4096];
   dr_section("cgroup", "hugetlb cgroup limits of this process (tightest over its cgroup and ancestors)");
@@ -433,86 +562,10 @@ void dr_check_cgroups(const struct dr_need *need) {
   int any = 0;
   char *save = NULL;
   for (char *line = strtok_r(self, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-    char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-    if (!c2) continue;
-    *c1 = *c2 = '\0';
-    const char *ctrl = c1 + 1, *cg = c2 + 1;
-    int v2 = strcmp(line, "0") == 0 && ctrl[0] == '\0';
-    if (!v2 && !strstr(ctrl, "hugetlb")) continue;
+    int v2 = 0;
+    const char *cg = NULL;
     char mnt[1024];
-    if (cgroup_mount(v2, mnt, sizeof mnt) != 0) continue;
-    /* The Slurm plugin's per-job cgroup (setuid-helper/cgroup.c): its
-     * reservation limit is the job's grant, raised by hugepool-reserve. */
-    unsigned long job = 0;
-    char tail = 0;
-    int hp_job = sscanf(cg, "/hugepool/job_%lu%c", &job, &tail) == 1;
-    if (hp_job) {
-      dr_row(
-          "Slurm job %lu runs in its own hugetlb cgroup (hugepool job isolation, cgroup %s): its pages are its "
-          "own, a mapping beyond its reservation limit fails with ENOMEM; hugepool-reserve PAGES raises it",
-          job, v2 ? "v2" : "v1");
-      dr_kv_num("job", (long long)job);
-      dr_kv_str("isolation", "hugepool");
-    }
-    const char *sizes[] = {"2MB", "1GB"};
-    for (int s = 0; s < 2; s++) {
-      char lf[64], uf[64], rlf[64], ruf[64];
-      (void)snprintf(lf, sizeof lf, "hugetlb.%s.%s", sizes[s], v2 ? "max" : "limit_in_bytes");
-      (void)snprintf(uf, sizeof uf, "hugetlb.%s.%s", sizes[s], v2 ? "current" : "usage_in_bytes");
-      (void)snprintf(rlf, sizeof rlf, "hugetlb.%s.rsvd.%s", sizes[s], v2 ? "max" : "limit_in_bytes");
-      (void)snprintf(ruf, sizeof ruf, "hugetlb.%s.rsvd.%s", sizes[s], v2 ? "current" : "usage_in_bytes");
-      struct climit fault, rsvd;
-      int hf = tightest(mnt, cg, lf, uf, &fault) == 0;
-      int hr = tightest(mnt, cg, rlf, ruf, &rsvd) == 0;
-      if (!hf && !hr) continue;
-      any = 1;
-      char a[32], b[32], c[32], d[32];
-      fmt_bytes(fault.limit, a, sizeof a);
-      fmt_bytes(fault.usage, b, sizeof b);
-      fmt_bytes(rsvd.limit, c, sizeof c);
-      fmt_bytes(rsvd.usage, d, sizeof d);
-      dr_row("cgroup %s %s (%s): fault-time limit %s (used %s), reservation limit %s (used %s)", v2 ? "v2" : "v1", cg,
-             sizes[s], a, b, hr ? c : "not supported", d);
-      dr_kv_str("hierarchy", v2 ? "v2" : "v1");
-      dr_kv_str("cgroup", cg);
-      dr_kv_str("page", sizes[s]);
-      dr_kv_num("max_bytes", fault.limit >= UNLIMITED_BYTES ? -1 : (long long)fault.limit);
-      dr_kv_num("current_bytes", (long long)fault.usage);
-      dr_kv_num("rsvd_max_bytes", !hr || rsvd.limit >= UNLIMITED_BYTES ? -1 : (long long)rsvd.limit);
-      dr_kv_num("rsvd_current_bytes", (long long)rsvd.usage);
-      if (s != 0) continue; /* the job's need is counted in 2 MB pages */
-      const char *unl = v2 ? "max" : "-1";
-      char fix[PATH_MAX + 64];
-      if (hr && rsvd.limit != UNLIMITED_BYTES &&
-          rsvd.limit - (rsvd.usage < rsvd.limit ? rsvd.usage : rsvd.limit) < want) {
-        if (hp_job)
-          (void)snprintf(fix, sizeof fix, "hugepool-reserve %llu   (inside the job: raises its limit with the pool)",
-                         (rsvd.usage + want + 2 * MB - 1) / (2 * MB));
-        else
-          (void)snprintf(fix, sizeof fix, "echo %s > %s   (as root, or ask the batch system to raise it)", unl,
-                         rsvd.where);
-        dr_problem(DR_ERROR, fix,
-                   "hugetlb cgroup reservation limit: %s allows %llu more MiB of 2 MB pages, the job needs %llu MiB "
-                   "(mmap fails with ENOMEM)",
-                   rsvd.where, (rsvd.limit - (rsvd.usage < rsvd.limit ? rsvd.usage : rsvd.limit)) / MB, want / MB);
-      }
-      if (hf && fault.limit != UNLIMITED_BYTES) {
-        (void)snprintf(fix, sizeof fix, "echo %s > %s   (as root; limit %s instead, which fails at mmap)", unl,
-                       fault.where, v2 ? "hugetlb.2MB.rsvd.max" : "hugetlb.2MB.rsvd.limit_in_bytes");
-        unsigned long long room = fault.limit > fault.usage ? fault.limit - fault.usage : 0;
-        if (room < want)
-          dr_problem(DR_ERROR, fix,
-                     "hugetlb cgroup fault-time limit: %s allows %llu more MiB of 2 MB pages, the job needs %llu "
-                     "MiB: touching the pages beyond it kills the process with SIGBUS",
-                     fault.where, room / MB, want / MB);
-        else if (!hr || rsvd.limit > fault.limit)
-          dr_problem(DR_WARNING, fix,
-                     "hugetlb cgroup fault-time limit %s (%llu MiB) is not matched by a reservation limit: a "
-                     "process that maps more than it allows is killed with SIGBUS at first touch instead of "
-                     "getting ENOMEM",
-                     fault.where, fault.limit / MB);
-      }
-    }
+    if (hugetlb_hierarchy(line, &v2, &cg, mnt, sizeof mnt) == 0 && check_hierarchy(v2, cg, mnt, want)) any = 1;
   }
   if (!any) dr_row("no hugetlb controller applies to this process: no limits");
 }
@@ -589,36 +642,37 @@ static void check_hugepool_variables(void) {
   }
 }
 
-void dr_check_limits_env(void) {
+/* RLIMIT_MEMLOCK bounds what the NIC may register (pin); CAP_IPC_LOCK
+ * lifts it.  Nothing but a NIC needs more, so without one it is a note. */
+static void check_memlock(void) {
   char limits[8192];
-  dr_section("limits", "RLIMIT_MEMLOCK (what NIC memory registration needs)");
   int cap = has_cap_ipc_lock(), nics = rdma_devices();
-  if (dr_read("/proc/self/limits", limits, sizeof limits) > 0) {
-    const char *p = strstr(limits, "Max locked memory");
-    char soft[32] = "?", hard[32] = "?";
-    if (p) (void)sscanf(p + strlen("Max locked memory"), "%31s %31s", soft, hard);
-    dr_row("soft %s, hard %s (bytes)%s; %d RDMA device%s", soft, hard, cap ? "; CAP_IPC_LOCK: not enforced" : "", nics,
-           nics == 1 ? "" : "s");
-    dr_kv_str("soft", soft);
-    dr_kv_str("hard", hard);
-    dr_kv_num("cap_ipc_lock", cap);
-    dr_kv_num("rdma_devices", nics);
-    if (!cap && strcmp(soft, "unlimited") != 0) {
-      const char *fix = strcmp(hard, "unlimited") == 0
-                            ? "ulimit -l unlimited"
-                            : "echo '* - memlock unlimited' > /etc/security/limits.d/memlock.conf   (as root; "
-                              "for Slurm jobs also LimitMEMLOCK=infinity in slurmd's unit)";
-      if (nics)
-        dr_problem(DR_WARNING, fix,
-                   "RLIMIT_MEMLOCK is %s bytes: the NIC can register (pin) no more than that; MPI over "
-                   "InfiniBand/RoCE needs it unlimited",
-                   soft);
-      else
-        dr_problem(DR_INFO, "", "RLIMIT_MEMLOCK is %s bytes (no RDMA device here, so nothing needs more)", soft);
-    }
-  }
+  if (dr_read("/proc/self/limits", limits, sizeof limits) <= 0) return;
+  const char *p = strstr(limits, "Max locked memory");
+  char soft[32] = "?", hard[32] = "?";
+  if (p) (void)sscanf(p + strlen("Max locked memory"), "%31s %31s", soft, hard);
+  dr_row("soft %s, hard %s (bytes)%s; %d RDMA device%s", soft, hard, cap ? "; CAP_IPC_LOCK: not enforced" : "", nics,
+         nics == 1 ? "" : "s");
+  dr_kv_str("soft", soft);
+  dr_kv_str("hard", hard);
+  dr_kv_num("cap_ipc_lock", cap);
+  dr_kv_num("rdma_devices", nics);
+  if (cap || strcmp(soft, "unlimited") == 0) return;
+  const char *fix = strcmp(hard, "unlimited") == 0
+                        ? "ulimit -l unlimited"
+                        : "echo '* - memlock unlimited' > /etc/security/limits.d/memlock.conf   (as root; "
+                          "for Slurm jobs also LimitMEMLOCK=infinity in slurmd's unit)";
+  if (nics)
+    dr_problem(DR_WARNING, fix,
+               "RLIMIT_MEMLOCK is %s bytes: the NIC can register (pin) no more than that; MPI over "
+               "InfiniBand/RoCE needs it unlimited",
+               soft);
+  else
+    dr_problem(DR_INFO, "", "RLIMIT_MEMLOCK is %s bytes (no RDMA device here, so nothing needs more)", soft);
+}
 
-  dr_section("environment", "MPI transport and hugepool variables in this environment");
+/* The MPI transport variables that are set, as they are. */
+static void transport_variable_rows(void) {
   static const char *const vars[] = {"LD_PRELOAD",
                                      "UCX_MEM_MALLOC_HOOKS",
                                      "UCX_MEM_MALLOC_RELOC",
@@ -640,7 +694,11 @@ void dr_check_limits_env(void) {
     dr_kv_str("name", vars[i]);
     dr_kv_str("value", v);
   }
-  check_hugepool_variables();
+}
+
+/* UCX's malloc hooks, on or (under the preload) left unset: UCX then
+ * replaces malloc and large buffers stop landing on hugetlb pages. */
+static void check_ucx_malloc_hooks(void) {
   const char *pre = getenv("LD_PRELOAD");
   const char *hooks = getenv("UCX_MEM_MALLOC_HOOKS");
   int preloaded = pre && strstr(pre, "hugepool_preload");
@@ -649,6 +707,10 @@ void dr_check_limits_env(void) {
                "UCX_MEM_MALLOC_HOOKS is %s: under hugepool's preload UCX replaces malloc (a caching allocator does not "
                "unmap freed memory), and large buffers stop landing on hugetlb pages",
                hooks ? hooks : "unset");
+}
+
+/* UCX_TLS that leaves out or excludes CMA, where hugetlb pages gain most. */
+static void check_ucx_tls(void) {
   const char *tls = getenv("UCX_TLS");
   if (tls && !strstr(tls, "cma") && !strstr(tls, "all") && tls[0] != '^')
     dr_problem(DR_INFO, "unset UCX_TLS   (or include cma)",
@@ -657,9 +719,25 @@ void dr_check_limits_env(void) {
                tls);
   else if (tls && tls[0] == '^' && strstr(tls, "cma"))
     dr_problem(DR_INFO, "unset UCX_TLS", "UCX_TLS=%s excludes CMA, where hugetlb pages gain most", tls);
+}
+
+/* libfabric's registration cache without a monitor: it registers buffers
+ * on every transfer, so hugepool's reused buffers gain nothing. */
+static void check_fi_mr_cache_monitor(void) {
   const char *mon = getenv("FI_MR_CACHE_MONITOR");
   if (mon && strcmp(mon, "disabled") == 0)
     dr_problem(DR_INFO, "unset FI_MR_CACHE_MONITOR",
                "FI_MR_CACHE_MONITOR=disabled: libfabric registers buffers on every transfer; hugepool's reused "
                "buffers would stay registered with a monitor (memhooks sees hugepool's munmap)");
+}
+
+void dr_check_limits_env(void) {
+  dr_section("limits", "RLIMIT_MEMLOCK (what NIC memory registration needs)");
+  check_memlock();
+  dr_section("environment", "MPI transport and hugepool variables in this environment");
+  transport_variable_rows();
+  check_hugepool_variables();
+  check_ucx_malloc_hooks();
+  check_ucx_tls();
+  check_fi_mr_cache_monitor();
 }
