@@ -7,9 +7,12 @@ confused, and is hardened throughout.
    headers and lib/size.h by its relative path ("../lib/size.h").
 2. No object of a privileged target (everything built in the helper's build
    directory: the three helper variants, the Slurm plugins, the parsers'
-   library they link) has lib/ or any other project folder but
-   setuid-helper/ on its include path, and each is built with every
-   hardening flag of setuid-helper/hardening.cmake.
+   library they link; and lib/size.c, the size parser they link) has lib/ or
+   any other project folder but setuid-helper/ on its include path, and each
+   is built with every hardening flag of setuid-helper/hardening.cmake.
+3. The parsers are compiled once: lib/size.c and setuid-helper/parse.c have
+   one compile command each (the fuzzer's own build aside, which is not in
+   compile_commands.json).
 
 usage: privileged_build.py SOURCE_DIR BUILD_DIR
 """
@@ -56,8 +59,13 @@ def build_problems(src, build):
     helper_src = os.path.realpath(os.path.join(src, "setuid-helper"))
     src = os.path.realpath(src)
     bad, seen = [], 0
+    shared_parsers = {os.path.join(src, "lib", "size.c"), os.path.join(src, "setuid-helper", "parse.c")}
+    compiles = {f: 0 for f in shared_parsers}
     for e in entries:
-        if os.path.realpath(e["directory"]) != privileged:
+        file = os.path.realpath(os.path.join(e["directory"], e["file"]))
+        if file in compiles:
+            compiles[file] += 1
+        if os.path.realpath(e["directory"]) != privileged and file not in shared_parsers:
             continue
         seen += 1
         args = shlex.split(e["command"]) if "command" in e else e["arguments"]
@@ -68,6 +76,9 @@ def build_problems(src, build):
         missing = [h for h in HARDEN if h not in args]
         if missing:
             bad.append(f"{what}: built without {' '.join(missing)}")
+    for f, n in sorted(compiles.items()):
+        if n != 1:
+            bad.append(f"{os.path.relpath(f, src)}: compiled {n} times (once is the rule)")
     if seen < 10:
         bad.append(f"only {seen} privileged compile commands in {build}/compile_commands.json")
     return bad, seen
