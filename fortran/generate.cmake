@@ -81,11 +81,11 @@ function(hugepool_fortran_generate)
     character(*), intent(inout), optional :: errmsg
     integer :: err
     if (.not. associated(a)) then
-      call hp_free_checked(c_null_ptr, .false., err, stat, errmsg)
+      call hp_free_checked(c_null_ptr, 0_int64, .false., err, stat, errmsg)
     else if (size(a, kind=int64) == 0) then
-      call hp_free_checked(c_null_ptr, .true., err, stat, errmsg)
+      call hp_free_checked(c_null_ptr, 0_int64, .true., err, stat, errmsg)
     else
-      call hp_free_checked(c_loc(a(${first})), .true., err, stat, errmsg)
+      call hp_free_checked(c_loc(a(${first})), size(a, kind=int64) * ${bytes}_int64, .true., err, stat, errmsg)
     end if
     if (err == 0) nullify(a)
   end subroutine

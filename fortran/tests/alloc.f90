@@ -64,6 +64,19 @@ program alloc
   call check(index(msg, 'not the start of a live hugepool buffer') > 0, 'deallocate of a section: the reason')
   call check(hugepool_owns(c_loc(a(1))) /= 0 .and. on_hugetlb(c_loc(a(1)), 8_int64 * 1024 * 1024), &
     'the array behind the section is kept')
+  ! Sections that start where the array starts: the same address, not the whole array.
+  a(1:4) = [1.0_real64, 2.0_real64, 3.0_real64, 4.0_real64]
+  sec => a(1:10)
+  call hugepool_deallocate(sec, stat=ierr)
+  call check(ierr == HUGEPOOL_EINVAL .and. associated(sec), 'deallocate of a(1:10): HUGEPOOL_EINVAL')
+  sec => a(1::2)
+  call hugepool_deallocate(sec, stat=ierr)
+  call check(ierr == HUGEPOOL_EINVAL .and. associated(sec), 'deallocate of a(1::2): HUGEPOOL_EINVAL')
+  sec => a(1:size(a) - 1)
+  call hugepool_deallocate(sec, stat=ierr)
+  call check(ierr == HUGEPOOL_EINVAL, 'deallocate of all but the last element: HUGEPOOL_EINVAL')
+  call check(hugepool_owns(c_loc(a(1))) /= 0 .and. all(a(1:4) == [1.0_real64, 2.0_real64, 3.0_real64, 4.0_real64]), &
+    'the array behind the sections is kept, with its contents')
   call hugepool_deallocate(a, stat=ierr)
   call check(ierr == 0, 'the whole array is then deallocated')
   call hugepool_deallocate(a, stat=ierr)
