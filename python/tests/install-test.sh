@@ -4,9 +4,19 @@
 # from there with PYTHONPATH alone: the package and its extension come from
 # the prefix, the extension finds the prefix's libhugepool, and an array is
 # on hugetlb pages (smaps; a pool of 4 free pages, with-pool).
-#   install-test.sh BUILD_DIR PYTHON
+# Where the build would install the package for its configured prefix is the
+# interpreter's own site directory when the prefix is the interpreter's
+# (/usr/local or /usr): importable there with no PYTHONPATH.
+#   install-test.sh BUILD_DIR PYTHON CONFIGURED_PREFIX SITEDIR
 set -euo pipefail
-build=$1 python=$2
+build=$1 python=$2 configured=$3 sitedir=$4
+case $configured in
+  /usr | /usr/local)
+    "$python" -c 'import sys; d = sys.argv[1]; assert d in sys.path, f"{d} is not on {sys.path}"' \
+      "$configured/$sitedir" || { echo "FAIL: $configured/$sitedir is not the interpreter's site directory"; exit 1; }
+    echo "install test: prefix $configured installs into $configured/$sitedir, on the interpreter's path"
+    ;;
+esac
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
