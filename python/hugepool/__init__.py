@@ -34,6 +34,8 @@ does it for the ranks of an mpi4py communicator (a numpy view of every
 node peer's segment).
 """
 
+import sys as _sys
+
 import numpy as _np
 
 from . import _core
@@ -91,6 +93,8 @@ def empty(shape, dtype=float, order="C", *, zero=False):
     nbytes = dtype.itemsize
     for n in shape:
         nbytes *= n
+    if nbytes > _sys.maxsize:  # as numpy.empty says it
+        raise ValueError("array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum possible size.")
     if nbytes == 0:
         return _np.empty(shape, dtype=dtype, order=order)
     return _array(_core.alloc(nbytes, zero), shape, dtype, order)

@@ -88,6 +88,8 @@ class Arrays(unittest.TestCase):
             hugepool.empty((-1, 5))
         with self.assertRaises(TypeError):
             hugepool.empty(10, dtype=object)
+        with self.assertRaises(ValueError):  # as numpy.empty((1 << 62, 4))
+            hugepool.empty((1 << 62, 4))
 
     def test_enomem_is_memoryerror_with_the_reason(self):
         n = hugetlb_pages()
