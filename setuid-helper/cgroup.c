@@ -31,7 +31,11 @@
  *     the job is killed (v2: cgroup.kill; v1, or a kernel without it:
  *     SIGKILL to each pid, pinned by a pidfd and checked to be still in the
  *     cgroup), bounded; never moved to the hierarchy's root, where nothing
- *     limits it.  A cgroup that cannot be emptied stays, its limits set to 0.
+ *     limits it.  Its reservation limits are lowered first, as far as the
+ *     kernel lets them go (0, or what is reserved: it refuses a limit below
+ *     that), so nothing left in it can reserve more while it is killed.  A
+ *     cgroup that cannot be emptied stays with those limits, and the removal
+ *     fails: the caller must keep the job's grant covering them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -380,14 +384,38 @@ static int procs_kill(int jfd, const struct cg_hier *h, unsigned long job, int k
   return n;
 }
 
-/* Kills what is left in a job's cgroup and waits (at most ~5 s: a process
- * in uninterruptible sleep dies when it wakes) until it is empty and gone.
- * *killed: the processes that were there.  0, or -1 (errno). */
+/* Lowers a job's reservation limit of one page size as far as the kernel
+ * lets it: to 0, else (EBUSY: never below what is reserved) to what is
+ * reserved now, read again while it moves (a process still in the cgroup may
+ * map or unmap meanwhile).  Returns the limit left, in pages (0 where this
+ * page size has no limit file). */
+static unsigned long long limit_lower(int jfd, const struct cg_hier *h, unsigned size_kb) {
+  unsigned long long used, lim = ~0ULL, page = (unsigned long long)size_kb * 1024;
+  char name[64];
+  struct stat st;
+  int tries;
+  cg_file(h, size_kb, 0, "max", name, sizeof name);
+  if (fstatat(jfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) return 0;
+  if (cg_job_limit_write(jfd, h, size_kb, 0, 0) == 0) return 0;
+  for (tries = 0; tries < 10 && errno == EBUSY; tries++) {
+    if (cg_job_limit_read(jfd, h, size_kb, 0, "current", &used) != 0) break;
+    if (cg_job_limit_write(jfd, h, size_kb, (used + page - 1) / page, 0) == 0) return (used + page - 1) / page;
+  }
+  if (cg_job_limit_read(jfd, h, size_kb, 0, "max", &lim) != 0) return ~0ULL;
+  return lim == ~0ULL ? lim : lim / page;
+}
+
+/* Lowers its limits, kills what is left in a job's cgroup and waits (at
+ * most ~5 s: a process in uninterruptible sleep dies when it wakes) until it
+ * is empty and gone.  *killed: the processes that were there.  0, or -1
+ * (errno). */
 static int cg_empty_and_remove(int dfd, int jfd, const struct cg_hier *h, unsigned long job, int *killed) {
   struct timespec ts = {0, 20L * 1000 * 1000};
   char name[32];
   int tries, n, v2kill;
+  size_t i;
   snprintf(name, sizeof name, "job_%lu", job);
+  for (i = 0; i < sizeof cg_sizes / sizeof cg_sizes[0]; i++) (void)limit_lower(jfd, h, cg_sizes[i]);
   *killed = procs_kill(jfd, h, job, 0);
   if (*killed < 0) return -1;
   v2kill = h->v2 && write_str(jfd, "cgroup.kill", "1") == 0; /* the whole cgroup at once, forks included */
@@ -404,8 +432,8 @@ static int cg_empty_and_remove(int dfd, int jfd, const struct cg_hier *h, unsign
 
 int cg_job_remove(const struct cg_hier *h, unsigned long job, int *killed, char *why, size_t whylen) {
   char name[32];
+  unsigned long long left_2m = ~0ULL, left_1g = ~0ULL; /* -1 when printed: unknown */
   int mfd, dfd = -1, jfd = -1, rc = -1, e;
-  size_t i;
   *killed = 0;
   snprintf(name, sizeof name, "job_%lu", job);
   mfd = open_dir(AT_FDCWD, h->mnt);
@@ -414,11 +442,16 @@ int cg_job_remove(const struct cg_hier *h, unsigned long job, int *killed, char 
   if (jfd < 0 && errno == ENOENT) rc = 0; /* never made, or already gone */
   if (jfd >= 0) rc = cg_empty_and_remove(dfd, jfd, h, job, killed);
   e = errno;
-  if (rc != 0 && jfd >= 0) /* left with its processes: they reserve nothing more */
-    for (i = 0; i < sizeof cg_sizes / sizeof cg_sizes[0]; i++) (void)cg_job_limit_write(jfd, h, cg_sizes[i], 0, 0);
+  if (rc != 0 && jfd >= 0) { /* left with its processes: they reserve no more than they hold */
+    left_2m = limit_lower(jfd, h, RESERVE_PAGE_2M);
+    left_1g = limit_lower(jfd, h, RESERVE_PAGE_1G);
+  }
   if (rc != 0)
-    snprintf(why, whylen, "cannot remove %s/" CG_DIR "/%s (%d processes were in it): %s; its limits are set to 0",
-             h->mnt, name, *killed, strerror(e));
+    snprintf(why, whylen,
+             "cannot remove %s/" CG_DIR
+             "/%s (%d processes were in it): %s; its reservation limits are lowered to "
+             "what it holds (%lld pages of 2048 kB, %lld of 1048576 kB; -1: unknown)",
+             h->mnt, name, *killed, strerror(e), (long long)left_2m, (long long)left_1g);
   if (jfd >= 0) close(jfd);
   if (dfd >= 0) close(dfd);
   if (mfd >= 0) close(mfd);

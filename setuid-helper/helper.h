@@ -113,7 +113,8 @@ struct settled {
 };
 int intent_settle(struct state *s, struct settled *out);
 /* The jobs of uid in the root-owned registry, but except_job: how many (-1
- * with E2BIG when more than cap). */
+ * with E2BIG when more than cap; -1 with errno when the registry or one of
+ * its entries cannot be read: never "no jobs"). */
 int registry_jobs(uid_t uid, unsigned long except_job, unsigned long *jobs, size_t cap);
 
 /* ---- cgroup.c ---- */
@@ -134,9 +135,10 @@ void cg_file(const struct cg_hier *h, unsigned size_kb, int fault, const char *w
 int cg_job_create(const struct cg_hier *h, unsigned long job, unsigned long long pages_2m, char *why, size_t whylen);
 /* Root side, in the task before exec: move it into the job's cgroup. */
 int cg_task_enter(const struct cg_hier *h, unsigned long job, char *why, size_t whylen);
-/* Root side, at the job's end: what is left in the job's cgroup is killed
- * (*killed: how many), the cgroup removed.  0, or -1 with the reason (the
- * cgroup then stays, its limits 0). */
+/* Root side, at the job's end: the job cgroup's limits are lowered as far
+ * as the kernel lets them, what is left in it is killed (*killed: how many),
+ * the cgroup removed.  0, or -1 with the reason (the cgroup then stays, its
+ * limits at what it still reserves: the job's grant must keep covering them). */
 int cg_job_remove(const struct cg_hier *h, unsigned long job, int *killed, char *why, size_t whylen);
 /* The directory of <mnt>/hugepool/job_<job>, checked as the helper checks
  * its own job's; -1 with errno (ENOENT: no such cgroup). */

@@ -14,10 +14,14 @@
  *  1. A user's jobs are the root-owned registry entries of their uid; a job
  *     whose cgroup is gone has no limit, one whose limit is "max" was not
  *     limited by the plugin (nothing to count or to lower).  Any other limit
- *     or usage that cannot be read: refuse (fail closed).
+ *     or usage that cannot be read, a registry that cannot be read, or no
+ *     hugetlb hierarchy found while a job the prolog isolated is registered:
+ *     refuse (fail closed).
  *  2. Here limits are only lowered, never below what the job has reserved
  *     (the kernel refuses that: the operation is then refused), and the job
- *     named keep (the caller's) last.  A limit is raised only in pool.c, only
+ *     named keep (a grant's caller's job) last; a release names none (the
+ *     epilog has no caller job): the jobs keep what they reserved, and what
+ *     is left goes to them in registry order.  A limit is raised only in pool.c, only
  *     the caller's own job's, to what the grant covers, after the pool grew.
  *  3. A release keeps at least what the user's jobs have reserved, and
  *     lowers the limits to what is kept before the grant table is written;
@@ -44,26 +48,40 @@ unsigned long long grants_of_size(const struct reserve_grants *gs, uid_t uid, un
   return n;
 }
 
-/* The ungranted pages a job started with: "isolated R A" in the job's
- * root-owned <job>.iso (written by the plugin's prolog); 0 if none. */
-static unsigned long long job_allowance(unsigned long job, unsigned size_kb) {
-  char path[256], buf[700];
-  unsigned long long a = 0;
+/* The job's root-owned <job>.iso (written by the plugin's prolog),
+ * NUL-terminated at its first line's end; -1 if there is none. */
+static int job_iso(unsigned long job, char *buf, size_t cap) {
+  char path[256];
   struct stat st;
   size_t len;
-  const char *sp;
-  int fd;
-  if (size_kb != RESERVE_PAGE_2M) return 0; /* default_job_pages is in 2 MB pages */
+  int fd, rc = -1;
   snprintf(path, sizeof path, RESERVE_JOBS_DIR "/%lu.iso", job);
   fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) return 0;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && read_fd_all(fd, buf, sizeof buf, &len) == 0 &&
-      strncmp(buf, "isolated ", 9) == 0 && (sp = strchr(buf + 9, ' ')) != NULL) {
+  if (fd < 0) return -1;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && read_fd_all(fd, buf, cap, &len) == 0) {
     buf[strcspn(buf, "\n")] = '\0';
-    if (reserve_parse_count(sp + 1, RESERVE_MAX_PAGES, &a) != 0) a = 0;
+    rc = 0;
   }
   close(fd);
+  return rc;
+}
+
+/* The ungranted pages a job started with: "isolated R A" in <job>.iso; 0 if none. */
+static unsigned long long job_allowance(unsigned long job, unsigned size_kb) {
+  char buf[700];
+  unsigned long long a = 0;
+  const char *sp;
+  if (size_kb != RESERVE_PAGE_2M) return 0; /* default_job_pages is in 2 MB pages */
+  if (job_iso(job, buf, sizeof buf) == 0 && strncmp(buf, "isolated ", 9) == 0 && (sp = strchr(buf + 9, ' ')) != NULL &&
+      reserve_parse_count(sp + 1, RESERVE_MAX_PAGES, &a) != 0)
+    a = 0;
   return a;
+}
+
+/* Did the prolog give the job a limited cgroup ("isolated" in <job>.iso)? */
+static int job_isolated(unsigned long job) {
+  char buf[700];
+  return job_iso(job, buf, sizeof buf) == 0 && strncmp(buf, "isolated ", 9) == 0;
 }
 
 /* One job's limit and reservations, in pages.  1: counted, 0: nothing to
@@ -93,11 +111,21 @@ int jobs_load(uid_t uid, unsigned size_kb, struct user_jobs *uj) {
   int n, i;
   uj->n = 0;
   uj->size_kb = size_kb;
-  if (cg_detect(&uj->h, why, sizeof why) != 0) return 0; /* no controller: no limits */
   n = registry_jobs(uid, 0, jobs, RESERVE_MAX_JOBS);
+  if (n < 0) return -1;
+  if (cg_detect(&uj->h, why, sizeof why) != 0) {
+    /* No controller seen: no limits, unless the prolog made one for a job
+     * that is still registered; its limit cannot be read now. */
+    for (i = 0; i < n; i++)
+      if (job_isolated(jobs[i])) {
+        errno = ENOENT;
+        return -1;
+      }
+    return 0;
+  }
   for (i = 0; i < n; i++)
     if (job_read(uj, jobs[i]) < 0) return -1;
-  return n < 0 ? -1 : 0;
+  return 0;
 }
 
 static unsigned long long charged(const struct user_jobs *uj, size_t k) {

@@ -56,8 +56,12 @@ int reserve_authorize(const struct reserve_config *c, const struct reserve_calle
              c->group, c->group);
     return -1;
   }
-  if (c->require_job && !reserve_user_has_job(who->uid, 0)) {
-    snprintf(err, errlen, "you have no Slurm job running on this node");
+  if (c->require_job && (i = reserve_user_has_job(who->uid, 0)) <= 0) {
+    if (i < 0)
+      snprintf(err, errlen, "the Slurm job registry %s cannot be read (%s): ask your administrator", RESERVE_JOBS_DIR,
+               strerror(errno));
+    else
+      snprintf(err, errlen, "you have no Slurm job running on this node");
     return -1;
   }
   return 0;

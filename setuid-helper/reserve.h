@@ -118,6 +118,8 @@ int reserve_status_pool(int fd, const char *why);
 /* Slurm job registry (root only): who owns which job on this node. */
 int reserve_job_register(unsigned long job, uid_t uid);
 int reserve_job_unregister(unsigned long job);
+/* 1: uid owns a registered job (but except_job), 0: none, -1: the registry
+ * cannot be read (errno; fail closed: neither "yes" nor "no"). */
 int reserve_user_has_job(uid_t uid, unsigned long except_job);
 /* Audit to syslog(LOG_AUTHPRIV). */
 void reserve_audit(const struct reserve_caller *who, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

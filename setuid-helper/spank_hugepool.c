@@ -7,8 +7,9 @@
  * prolog validates it again and applies the same site limits as the helper.
  *
  *   job prolog  (root, slurmd, at allocation with PrologFlags=Alloc):
- *               register job -> owner in the job registry (for require_job),
- *               then add N pages to the job's user's grant, and create the
+ *               register job -> owner in the job registry (for require_job
+ *               and limits.c; if that fails, nothing is granted and no
+ *               cgroup made), then add N pages to the job's user's grant, and create the
  *               job's hugetlb cgroup with a reservation limit of N pages
  *               (or default_job_pages for a job without --hugepages).
  *   task init   (every task, root then the user, before exec): the task
@@ -21,6 +22,8 @@
  *               and unregister; when the user has no other job on the
  *               node, release everything the user holds (the release also
  *               lowers the limits of the user's other jobs to what is kept).
+ *               A cgroup that cannot be removed keeps the job registered
+ *               and its grant held (its limit stays covered); audited.
  *
  * Rules kept:
  *  1. The option value is validated again on the root side.
@@ -35,6 +38,11 @@
  *     only, and read only if they are root-owned regular files.
  *  7. A job's leftover processes are killed at its end, never moved out of
  *     its cgroup (outside it nothing limits them); audited.
+ *  8. Every limited cgroup is a registered job's (limits.c counts only
+ *     those): a job that cannot be registered is granted nothing and gets no
+ *     cgroup, and its tasks that need either are refused; a job whose cgroup
+ *     outlives the epilog stays registered, its grant held, until an
+ *     administrator has removed the cgroup (fail closed).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -178,9 +186,16 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
     slurm_error("hugepool: cannot identify the job");
     return 0;
   }
-  if (reserve_job_register(job, who.uid) != 0)
-    slurm_error("hugepool: cannot register job %u: %s", (unsigned)job, strerror(errno));
   have = spank_option_getopt(sp, &hugepages_opt, &val) == ESPANK_SUCCESS;
+  if (reserve_job_register(job, who.uid) != 0) {
+    /* limits.c would never count a limit of this job: grant nothing */
+    snprintf(why, sizeof why, "cannot register the job in %s: %s", RESERVE_JOBS_DIR, strerror(errno));
+    reserve_audit(&who, "action=register outcome=error reason=\"%s; nothing granted, no hugetlb cgroup made\"", why);
+    slurm_error("hugepool: job %u: %s; nothing granted, no hugetlb cgroup made", (unsigned)job, why);
+    snprintf(text, sizeof text, "--hugepages could not be granted: %s", why);
+    if (have) record_failure(job, text); /* (the registry's files may be unwritable too: task_init_privileged) */
+    return 0;
+  }
   memset(&rq, 0, sizeof rq);
   rq.action = ACT_GRANT;
   rq.node = -1;
@@ -222,8 +237,28 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
 }
 
 /* Between task_init_privileged and task_init (the same process, the task). */
-static char task_note[700];
+static char task_note[700], task_fail[700];
 static int task_refused;
+
+/* The prolog registers every job; one it could not register was granted
+ * nothing and has no cgroup (its own record of that may be unwritable too).
+ * A task that needs a grant (--hugepages) or isolation (required, with
+ * default_job_pages) is refused: the reason goes to task_fail. */
+static void unregistered_check(spank_t sp) {
+  struct reserve_config conf;
+  char *val = NULL, msg[512];
+  if (spank_option_getopt(sp, &hugepages_opt, &val) == ESPANK_SUCCESS) {
+    snprintf(task_fail, sizeof task_fail,
+             "--hugepages could not be granted: the job could not be registered on this node (the node's log "
+             "says why)");
+    return;
+  }
+  if (reserve_load_config(&conf, msg, sizeof msg) != 0 || !conf.require_isolation || !conf.default_job_pages_set)
+    return;
+  snprintf(task_fail, sizeof task_fail,
+           "the site requires hugetlb isolation (require_isolation yes), which is not possible: the job could not "
+           "be registered on this node (the node's log says why)");
+}
 
 /* Root, in the task before it drops privileges: enter the job's cgroup. */
 int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av) {
@@ -233,8 +268,12 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av) {
   int required = 0;
   (void)ac;
   (void)av;
-  if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS || read_job_file(job, ".iso", buf, sizeof buf) != 0)
+  if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) return 0;
+  if (read_job_file(job, "", buf, sizeof buf) != 0) {
+    unregistered_check(sp);
     return 0;
+  }
+  if (read_job_file(job, ".iso", buf, sizeof buf) != 0) return 0;
   if (strncmp(buf, "isolated ", 9) == 0) {
     struct reserve_caller who;
     gid_t groups[RESERVE_MAX_GROUPS];
@@ -263,7 +302,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   (void)ac;
   (void)av;
   if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) return 0;
-  if (read_job_file(job, ".failed", why, sizeof why) == 0) {
+  if (task_fail[0] != '\0') snprintf(why, sizeof why, "%s", task_fail);
+  if (task_fail[0] != '\0' || read_job_file(job, ".failed", why, sizeof why) == 0) {
     /* In the task, on its stderr: the user sees it in the job's output. */
     dprintf(2, "hugepool: %s\n", why);
     slurm_error("hugepool: %s", why);
@@ -284,47 +324,78 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
  * escaped Slurm's tracking by setsid or a double fork) is killed first:
  * moved anywhere else, it would keep reserving pages after its grant is
  * released.  Tried for every job, isolated or not (a cgroup left by a
- * damaged record must not outlive its job); audited when there was one. */
-static void end_isolation(const struct reserve_caller *who, uint32_t job) {
+ * damaged record must not outlive its job); audited when there was one.
+ * 0, or -1 (why: the reason) when a cgroup may be left with a limit. */
+static int end_isolation(const struct reserve_caller *who, uint32_t job, char *why, size_t whylen) {
   struct cg_hier h;
-  char why[600], buf[700];
+  char buf[700];
   int killed = 0, isolated = read_job_file(job, ".iso", buf, sizeof buf) == 0 && strncmp(buf, "isolated ", 9) == 0;
-  if (cg_detect(&h, why, sizeof why) != 0) {
-    if (isolated) reserve_audit(who, "action=isolate-end outcome=error reason=\"%s\"", why);
-    return;
+  if (cg_detect(&h, why, whylen) != 0) {
+    if (!isolated) return 0;
+    reserve_audit(who, "action=isolate-end outcome=error reason=\"%s\"", why);
+    return -1;
   }
-  if (cg_job_remove(&h, job, &killed, why, sizeof why) != 0) {
+  if (cg_job_remove(&h, job, &killed, why, whylen) != 0) {
     reserve_audit(who, "action=isolate-end cgroup=%s/hugepool/job_%u killed=%d outcome=error reason=\"%s\"", h.mnt,
                   (unsigned)job, killed, why);
-    slurm_error("hugepool: job %u: %s", (unsigned)job, why);
-  } else if (isolated || killed > 0) {
+    return -1;
+  }
+  if (isolated || killed > 0)
     reserve_audit(who, "action=isolate-end cgroup=%s/hugepool/job_%u killed=%d outcome=ok", h.mnt, (unsigned)job,
                   killed);
+  return 0;
+}
+
+/* The job's cgroup outlived it: its limit (what it still reserves) must stay
+ * covered by a grant, and counted by limits.c, so the job stays registered
+ * (with its .iso) and nothing is released. */
+static void keep_job(const struct reserve_caller *who, uint32_t job, const char *why) {
+  /* (why is in the isolate-end line: an audit line holds 512 bytes) */
+  reserve_audit(who,
+                "action=release released=0 outcome=kept reason=\"the job's isolation could not be ended (isolate-end): "
+                "it stays registered, its grant kept; an administrator must end what is left in its cgroup, remove "
+                "the cgroup, " RESERVE_JOBS_DIR "/%u and %u.iso; the user's next epilog then releases\"",
+                (unsigned)job, (unsigned)job);
+  slurm_error(
+      "hugepool: job %u: %s; the job stays registered and its grant is kept until an administrator "
+      "removes the cgroup (see the audit log)",
+      (unsigned)job, why);
+}
+
+static void release_user(const struct reserve_caller *who, uint32_t job) {
+  char msg[1024];
+  int rc, tries = 0, others = reserve_user_has_job(who->uid, job);
+  if (others != 0) {
+    if (others < 0)
+      reserve_audit(who, "action=release released=0 outcome=error reason=\"the job registry cannot be read: %s\"",
+                    strerror(errno));
+    return; /* another job of the user's still runs here, or it cannot be known */
   }
+  /* The release must not be dropped because the lock was busy: retry (each
+   * try waits for the lock and kills a stopped helper holding it). */
+  while ((rc = reserve_release(who, msg, sizeof msg)) == RESERVE_BUSY && ++tries < 5) {
+  }
+  if (rc != RESERVE_OK) slurm_error("hugepool: release for job %u: %s", (unsigned)job, msg);
 }
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av) {
   struct reserve_caller who;
   gid_t groups[RESERVE_MAX_GROUPS];
-  char path[256], msg[1024];
+  char path[256], why[600];
   uint32_t job;
   (void)ac;
   (void)av;
   openlog("hugepool-spank", LOG_PID, LOG_AUTHPRIV);
   if (job_caller(sp, &who, groups, &job) != 0) return 0;
-  end_isolation(&who, job);
-  reserve_job_unregister(job);
   job_file(path, sizeof path, job, ".failed");
   unlink(path);
+  if (end_isolation(&who, job, why, sizeof why) != 0) {
+    keep_job(&who, job, why);
+    return 0;
+  }
+  reserve_job_unregister(job);
   job_file(path, sizeof path, job, ".iso");
   unlink(path);
-  if (!reserve_user_has_job(who.uid, job)) {
-    int rc, tries = 0;
-    /* The release must not be dropped because the lock was busy: retry (each
-     * try waits for the lock and kills a stopped helper holding it). */
-    while ((rc = reserve_release(&who, msg, sizeof msg)) == RESERVE_BUSY && ++tries < 5) {
-    }
-    if (rc != RESERVE_OK) slurm_error("hugepool: release for job %u: %s", (unsigned)job, msg);
-  }
+  release_user(&who, job);
   return 0;
 }

@@ -22,6 +22,9 @@
  *  6. Resource limits are checked before the lock is taken: RLIMIT_FSIZE
  *     (a short write would tear the table) and RLIMIT_NOFILE (EMFILE must
  *     not hide a process from the in-use count).
+ *  7. The job registry is read fail closed: a registry that exists but
+ *     cannot be listed, or an entry that cannot be read or parsed, is an
+ *     error, never "no jobs".  An entry is written whole (a rename).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -296,18 +299,25 @@ static int intent_reconcile(const struct reserve_caller *who, struct state *s) {
 
 /* ---- Slurm job registry ---- */
 
+/* Written to a temporary name (not a number: never read as an entry) and
+ * renamed, so a reader sees a whole entry or none, never an empty one. */
 int reserve_job_register(unsigned long job, uid_t uid) {
-  char path[256], buf[32];
-  int fd, n;
+  char path[256], tmp[256], buf[32];
+  int fd, n, e;
   ssize_t w;
-  mkdir(RESERVE_JOBS_DIR, 0755); /* parent made at boot (tmpfiles); EEXIST is fine */
+  (void)mkdir(RESERVE_JOBS_DIR, 0755); /* parent made at boot (tmpfiles); EEXIST is fine */
   snprintf(path, sizeof path, RESERVE_JOBS_DIR "/%lu", job);
-  fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
+  snprintf(tmp, sizeof tmp, RESERVE_JOBS_DIR "/.%lu.new", job);
+  fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
   if (fd < 0) return -1;
   n = snprintf(buf, sizeof buf, "%lu\n", (unsigned long)uid);
   w = write(fd, buf, (size_t)n);
   if (close(fd) != 0) w = -1;
-  return w == n ? 0 : -1;
+  if (w == n && rename(tmp, path) == 0) return 0;
+  e = w == n || w < 0 ? errno : EIO;
+  (void)unlink(tmp);
+  errno = e;
+  return -1;
 }
 
 int reserve_job_unregister(unsigned long job) {
@@ -316,42 +326,52 @@ int reserve_job_unregister(unsigned long job) {
   return unlink(path) == 0 || errno == ENOENT ? 0 : -1;
 }
 
-/* Only root-owned regular files count: the registry is written by the plugin. */
+/* Only root-owned regular files count: the registry is written by the
+ * plugin.  1: an entry (*owner), 0: not one (gone meanwhile, not a root-owned
+ * regular file), -1: unreadable or damaged (errno). */
 static int registry_owner(int dir, const char *name, unsigned long long *owner) {
   char buf[32];
   size_t len;
   struct stat st;
-  int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), rc = -1;
-  if (fd < 0) return -1;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && read_fd_all(fd, buf, sizeof buf, &len) == 0) {
+  int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), rc = 0;
+  if (fd < 0) return errno == ENOENT ? 0 : -1; /* ENOENT: its job ended while we read */
+  if (fstat(fd, &st) != 0 || read_fd_all(fd, buf, sizeof buf, &len) != 0) {
+    rc = -1;
+  } else if (S_ISREG(st.st_mode) && st.st_uid == 0) {
     if (len > 0 && buf[len - 1] == '\n') buf[--len] = '\0';
-    rc = reserve_parse_count(buf, 0xfffffffeULL, owner);
+    rc = reserve_parse_count(buf, 0xfffffffeULL, owner) == 0 ? 1 : -1;
+    if (rc < 0) errno = EUCLEAN; /* a damaged entry: whose job it is cannot be known */
   }
   close(fd);
   return rc;
 }
 
+/* Fail closed: a registry that cannot be listed (other than absent), or an
+ * entry that cannot be read, is an error, never "no jobs". */
 int registry_jobs(uid_t uid, unsigned long except_job, unsigned long *jobs, size_t cap) {
   DIR *d = opendir(RESERVE_JOBS_DIR);
   struct dirent *e;
-  int n = 0;
-  if (d == NULL) return 0; /* no registry: no jobs */
-  while ((e = readdir(d)) != NULL) {
+  int n = 0, r;
+  if (d == NULL) return errno == ENOENT ? 0 : -1; /* no registry: no jobs */
+  for (errno = 0; (e = readdir(d)) != NULL; errno = 0) {
     unsigned long long job, owner;
     if (reserve_parse_count(e->d_name, 1ULL << 40, &job) != 0 || job == except_job) continue;
-    if (registry_owner(dirfd(d), e->d_name, &owner) != 0 || owner != uid) continue;
+    if ((r = registry_owner(dirfd(d), e->d_name, &owner)) < 0) break;
+    if (r == 0 || owner != uid) continue;
     if ((size_t)n == cap) {
-      n = -1;
       errno = E2BIG;
       break;
     }
     jobs[n++] = (unsigned long)job;
   }
+  r = errno;
   closedir(d);
-  return n;
+  errno = r;
+  return r != 0 ? -1 : n;
 }
 
 int reserve_user_has_job(uid_t uid, unsigned long except_job) {
   unsigned long one;
-  return registry_jobs(uid, except_job, &one, 1) != 0; /* -1: more than one */
+  int n = registry_jobs(uid, except_job, &one, 1);
+  return n < 0 && errno == E2BIG ? 1 : n; /* E2BIG: more than one */
 }

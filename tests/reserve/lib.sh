@@ -227,36 +227,45 @@ _cg_restore() {
   if [[ $cg_mnt == "$cg_v2" && $_cg_had_ctrl == no ]]; then echo -hugetlb >"$cg_v2/cgroup.subtree_control" || true; fi
 }
 cg_jobs() { [[ -n $cg_mnt ]] && ls -d "$cg_mnt"/hugepool/job_* 2>/dev/null || true; } # job cgroups left
-cg_pages() { # job-cgroup max|current: the reservation counter in 2 MB pages (v2 or v1 names)
-  local f=$1/hugetlb.2MB.rsvd.$2 v
-  [[ -e $f ]] || f=$1/hugetlb.2MB.rsvd.$([[ $2 == max ]] && echo limit_in_bytes || echo usage_in_bytes)
+cg_pages() { # job-cgroup max|current [2MB|1GB]: the reservation counter in pages of that size (v2 or v1 names)
+  local f=$1/hugetlb.${3:-2MB}.rsvd.$2 v
+  [[ -e $f ]] || f=$1/hugetlb.${3:-2MB}.rsvd.$([[ $2 == max ]] && echo limit_in_bytes || echo usage_in_bytes)
   v=$(cat "$f")
-  [[ $v == max ]] || ((v >= 1 << 62)) && echo max || echo $((v >> 21))
+  [[ $v == max ]] || ((v >= 1 << 62)) && echo max || echo $((v >> ($([[ ${3:-2MB} == 1GB ]] && echo 30 || echo 21))))
 }
 
 # The rule of limits.c, read from the kernel's limit files and the grant
-# table (never from the helper): for every user with jobs in the registry,
-# the sum over their jobs of (2 MB reservation limit - the job's allowance,
-# the third field of "isolated R A" in <job>.iso) is at most their 2 MB
-# grants.  Prints each user's numbers; returns 1 if the rule is broken.
+# table (never from the helper): for every user and page size (2 MB, 1 GB),
+# the sum over every job cgroup (<mnt>/hugepool/job_*) of the user's of (its
+# reservation limit - the job's allowance, the third field of "isolated R A"
+# in <job>.iso, 2 MB only) is at most their grants of that size.  A limited
+# job cgroup that is not a registered job's counts against a user "?" who
+# holds nothing: no limit may be left where no grant covers it.  Prints each
+# user's numbers; returns 1 if the rule is broken.
 # Args: the hierarchy's mount, the registry, the grant table.
 limits_within_grants() {
-  local mnt=$1 reg=$2 table=$3 f id uid lim allow iso ok=0
+  local mnt=$1 reg=$2 table=$3 d id uid lim allow iso size kb g ok=0
   declare -A sum=()
-  for f in "$reg"/*; do
-    id=${f##*/}
-    [[ $id =~ ^[0-9]+$ && -d $mnt/hugepool/job_$id ]] || continue
-    uid=$(<"$f")
-    lim=$(cg_pages "$mnt/hugepool/job_$id" max)
-    [[ $lim != max ]] || continue
-    allow=0
-    if [[ -f $f.iso ]] && read -r iso _ allow <"$f.iso" && [[ $iso == isolated && $allow =~ ^[0-9]+$ ]]; then :; else allow=0; fi
-    sum[$uid]=$((${sum[$uid]:-0} + (lim > allow ? lim - allow : 0)))
+  for d in "$mnt"/hugepool/job_*; do
+    [[ -d $d ]] || continue
+    id=${d##*/job_}
+    uid='?'
+    [[ -f $reg/$id && $(stat -c %u "$reg/$id") == 0 ]] && uid=$(<"$reg/$id")
+    for size in 2MB 1GB; do
+      [[ -e $d/hugetlb.$size.rsvd.max || -e $d/hugetlb.$size.rsvd.limit_in_bytes ]] || continue
+      lim=$(cg_pages "$d" max $size)
+      [[ $lim != max ]] || continue
+      allow=0
+      if [[ $size == 2MB && -f $reg/$id.iso ]] && read -r iso _ allow <"$reg/$id.iso" && [[ $iso == isolated && $allow =~ ^[0-9]+$ ]]; then :; else allow=0; fi
+      sum[$uid/$size]=$((${sum[$uid/$size]:-0} + (lim > allow ? lim - allow : 0)))
+    done
   done
-  for uid in "${!sum[@]}"; do
-    g=$(awk -v u="$uid" '$1 == u && $3 == 2048 { s += $4 } END { print s + 0 }' "$table")
-    echo "uid $uid: job limits $((sum[$uid])), grants $g"
-    ((sum[$uid] <= g)) || ok=1
+  for g in "${!sum[@]}"; do
+    uid=${g%/*} size=${g#*/}
+    kb=$([[ $size == 1GB ]] && echo 1048576 || echo 2048)
+    g=$(awk -v u="$uid" -v k="$kb" '$1 == u && $3 == k { s += $4 } END { print s + 0 }' "$table")
+    echo "uid $uid $size: job limits $((sum[$uid/$size])), grants $g"
+    ((sum[$uid/$size] <= g)) || ok=1
   done
   return $ok
 }

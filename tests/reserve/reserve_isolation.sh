@@ -7,119 +7,11 @@
 # --hugepages (default_job_pages 0) cannot take them.  Then a node without
 # the controller (slurmd in a mount namespace where no hugetlb hierarchy is
 # mounted: the plugin's own detection finds none): the job runs unisolated
-# and says so; with require_isolation yes it is refused.
+# and says so; with require_isolation yes it is refused.  The cgroup v1
+# case is reserve_isolation_v1.sh.
 source "$(dirname "$0")/lib.sh"
-conf() { # extra config lines on stdin
-  { printf 'max_pages 64\nmax_fraction 0.5\nmin_free_mb 1024\ngroup nogroup\nrequire_job yes\ndefault_job_pages 0\n'; cat; } \
-    >"$REAL/etc/hugepool/reserve.conf.new"
-  chmod 0644 "$REAL/etc/hugepool/reserve.conf.new"
-  mv "$REAL/etc/hugepool/reserve.conf.new" "$REAL/etc/hugepool/reserve.conf"
-}
-real_pool_setup </dev/null
-conf </dev/null
-SLURM_PARTITION_EXTRA=OverSubscribe=FORCE:4 # three jobs at once on a 2-CPU node
-source "$(dirname "$0")/slurm_lib.sh"
+source "$(dirname "$0")/isolation_lib.sh"
 
-MAP=$INST/tools/hugetlb_map
-[[ -x $RESERVE_DOCTOR ]] || fail "hugepool doctor not built ($RESERVE_DOCTOR)"
-install -m 0755 "$RESERVE_DOCTOR" "$INST/tools/hugepool"
-S=$T/sync
-mkdir -m 0777 "$S"
-# The jobs' holders and waiters exit whatever happened (before the daemons
-# stop: a job left waiting would outlive slurmd, and its cgroup the test).
-on_exit "touch '$S/release' '$S/p-go-x' '$S/p-go-y' '$S/p-release' '$S/st-go' '$S/st-done'; sleep 2"
-grants() { grep -Ec '^[0-9]+ ' "$REAL/var/lib/hugepool/grants" || true; } # every user's
-bg_pids=()
-bg_job() { # name srun-args...: a job in the background, its output in $T/<name>.out
-  local name=$1
-  shift
-  (cd /tmp && setpriv --reuid=65534 --regid=65534 --clear-groups env SLURM_CONF="$SLURM_CONF" \
-    timeout 120 srun -N1 -n1 "$@" >"$T/$name.out" 2>&1 9>&-) &
-  bg_pids+=($!)
-}
-wait_file() { # file what
-  for _ in $(seq 600); do [[ -e $1 ]] && return 0; sleep 0.1; done
-  fail "$2 (no $1)
-$(tail -n 20 "$T"/job-*.out 2>/dev/null)
-$(logs)"
-}
-REG=$REAL/run/hugepool/jobs
-TABLE=$REAL/var/lib/hugepool/grants
-bg_job_as() { # uid name srun-args...: a job of that user in the background, its output in $T/<name>.out
-  local uid=$1 name=$2
-  shift 2
-  (cd /tmp && setpriv --reuid="$uid" --regid=65534 --clear-groups env SLURM_CONF="$SLURM_CONF" \
-    timeout 120 srun -N1 -n1 "$@" >"$T/$name.out" 2>&1 9>&-) &
-  bg_pids+=($!)
-}
-# Two users' jobs at once (limits.c): job Y (daemon, --hugepages=4) waits; job
-# X (nobody, --hugepages=4) gives its grant back from inside the job, then
-# tries to map 4 pages, which are Y's: ENOMEM; then Y maps its own 4.  While
-# both run, the kernel's limit files are checked against the grant table.
-# Args: a label, the hierarchy's mount, and a command prefix that reaches it
-# (nsenter into slurmd's mount namespace for the v1 hierarchy).
-job_pair() {
-  local label=$1 mnt=$2 out
-  shift 2
-  rm -f "$S"/p-*
-  bg_pids=()
-  bg_job_as 1 pair-y --hugepages=4 bash -c "touch $S/p-y-started; while [ ! -e $S/p-go-y ]; do sleep 0.1; done;
-    $MAP 4 $S/p-y-held $S/p-release"
-  wait_file "$S/p-y-started" "$label: job Y did not start"
-  bg_job_as 65534 pair-x --hugepages=4 bash -c "$HELPER --release; echo rc=\$?; touch $S/p-x-released;
-    while [ ! -e $S/p-go-x ]; do sleep 0.1; done; $MAP 4; echo rc=\$?; touch $S/p-x-done"
-  wait_file "$S/p-x-released" "$label: job X did not release"
-  grep -q 'released 4 pages of 2048 kB' "$T/pair-x.out" || fail "$label: job X's release: $(cat "$T/pair-x.out")"
-  out=$("$@" bash -c "$(declare -f limits_within_grants cg_pages); limits_within_grants '$mnt' '$REG' '$TABLE'") ||
-    fail "$label: after job X's release a job limit exceeds its user's grants: $out"
-  pass "$label: job X (nobody) released its 4 pages inside the job; limits within grants ($(tr '\n' ';' <<<"$out"))"
-  touch "$S/p-go-x"
-  wait_file "$S/p-x-done" "$label: job X did not map"
-  grep -qx 'mmap 4: ENOMEM' "$T/pair-x.out" || fail "$label: job X mapped job Y's pages: $(cat "$T/pair-x.out")"
-  pass "$label: job X cannot map 4 pages after its release (job Y's)"
-  touch "$S/p-go-y"
-  wait_file "$S/p-y-held" "$label: job Y could not map its pages: $(cat "$T/pair-y.out")"
-  grep -q '^mapped 4 hugetlb_kb 8192$' "$T/pair-y.out" || fail "$label: job Y: $(cat "$T/pair-y.out")"
-  pass "$label: job Y (daemon) maps its own 4 granted pages"
-  touch "$S/p-release"
-  wait "${bg_pids[@]}" || true
-  wait_nr "$base" || fail "$label: pool not back to $base after the job pair"
-}
-# A process that escapes Slurm's tracking (setsid and a double fork: not a
-# descendant of the step) outlives its job.  The epilog kills it: it must not
-# be able to reserve a page afterwards (another user's job's granted pages
-# are free then).
-straggler() { # label
-  local label=$1 pid
-  rm -f "$S"/st-*
-  [[ -z $audit ]] || : >"$audit"
-  as_job --hugepages=2 bash -c "(setsid bash -c 'echo \$\$ >$S/st-pid; while [ ! -e $S/st-go ]; do sleep 0.1; done;
-    $MAP 1 >$S/st-out 2>&1' </dev/null >/dev/null 2>&1 &); while [ ! -e $S/st-pid ]; do sleep 0.1; done; echo TASK-RAN"
-  grep -q TASK-RAN <<<"$OUT" || fail "$label: the straggler's job did not run: $OUT"
-  pid=$(<"$S/st-pid")
-  on_exit "kill -9 $pid 2>/dev/null"
-  wait_nr "$base" || fail "$label: the straggler's job was not released"
-  bg_pids=()
-  bg_job_as 1 st-other --hugepages=2 bash -c "touch $S/st-other; while [ ! -e $S/st-done ]; do sleep 0.1; done"
-  wait_file "$S/st-other" "$label: the other user's job did not start"
-  touch "$S/st-go"
-  for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  sleep 0.5
-  if kill -0 "$pid" 2>/dev/null || grep -q mapped "$S/st-out" 2>/dev/null; then
-    fail "$label: a process left in a job's cgroup survived the epilog: $(cat "$S/st-out" 2>/dev/null) (cgroup $(cat "/proc/$pid/cgroup" 2>/dev/null | tr '\n' ' '))"
-  fi
-  pass "$label: a straggler left in its job's cgroup is killed by the epilog: it reserves no page"
-  touch "$S/st-done"
-  wait "${bg_pids[@]}" || true
-  wait_nr "$base" || fail "$label: the other user's job was not released"
-  if [[ -n $audit ]]; then
-    sleep 0.3
-    grep -Eq 'source=slurm job=[0-9]+ action=isolate-end cgroup=.*/hugepool/job_[0-9]+ killed=[1-9][0-9]* outcome=ok$' "$audit" ||
-      fail "$label: no audit line for the killed straggler: $(grep isolate-end "$audit")"
-    pass "$label: audit: the straggler's kill"
-  fi
-}
-spare_cmd="echo spare=\$((\$(cat $sys/free_hugepages) - \$(cat $sys/resv_hugepages)))"
 
 if [[ -z $cg_mnt ]]; then
   echo "note: this node offers no hugetlb cgroup controller (neither cgroup2 nor a v1 hierarchy): only the unisolated part runs"
@@ -189,6 +81,8 @@ $(logs)"
   cg_kind=cgroup$([[ $cg_mnt == "$cg_v2" ]] && echo 2 || echo " v1")
   job_pair "$cg_kind" "$cg_mnt"
   straggler "$cg_kind"
+  stuck_straggler "$cg_kind" "$cg_mnt"
+  reg_fail
   expect_eq "$(grants)" 0 "no grant left after the job pair and the straggler"
 fi
 
@@ -313,65 +207,3 @@ if [[ -n $audit ]]; then
 fi
 sleep 1
 expect_eq "$(grants)" 0 "no grant left"
-
-# A cgroup v1 node: a hierarchy that only hugetlb is bound to, as the admin
-# guide sets it up (possible while no cgroup2 cgroup enables hugetlb; the
-# test mounts it in slurmd's own mount namespace and lets it go at the end).
-if [[ -n $cg_v1 ]] || ! grep -q '^hugetlb' /proc/cgroups || [[ -n $cg_v2 && ${_cg_had_ctrl:-no} == yes ]]; then
-  echo "note: the cgroup v1 case is not tested here (a v1 hugetlb hierarchy exists, or the controller is in use in cgroup2)"
-  exit 0
-fi
-slurmd_stop
-_cg_restore # the controller leaves cgroup2 only once no cgroup there enables it
-V1=$T/hugetlb-v1
-mkdir -m 0755 "$V1"
-# A v1 hierarchy outlives its last mount if it still has a child cgroup then
-# (even a dying one): mount it again in a namespace of our own, remove what is
-# left, and unmount until the kernel lets it go (hugetlb back to cgroup2).
-_v1_release() {
-  slurmd_stop
-  local i
-  for i in $(seq 60); do
-    grep -q '^hugetlb[[:space:]]0[[:space:]]' /proc/cgroups && return 0
-    if ((i % 10 == 0)); then
-      unshare -m --propagation private sh -c "mount -t cgroup -o hugetlb hugepool-test '$V1' || exit 0
-        rmdir '$V1'/hugepool/job_* 2>/dev/null; rmdir '$V1/hugepool' 2>/dev/null; sleep 0.5; umount '$V1'"
-    fi
-    sleep 0.2
-  done
-  return 1
-}
-on_exit _v1_release
-# (cgroup2 lets the controller go only once its dying cgroups are freed: the
-# job cgroups removed above may take a few seconds)
-v1_ok=no
-for _ in $(seq 75); do
-  unshare -m --propagation private mount -t cgroup -o hugetlb hugepool-test "$V1" 2>/dev/null && v1_ok=yes && break
-  sleep 0.2
-done
-if [[ $v1_ok == no ]]; then
-  echo "note: the cgroup v1 case is not tested here (the kernel would not bind hugetlb to a v1 hierarchy: in use in cgroup2)"
-  exit 0
-fi
-_v1_release || fail "the test's v1 hugetlb hierarchy is still there: $(grep hugetlb /proc/cgroups)"
-conf </dev/null
-slurmd_start unshare -m --propagation private sh -c "mount -t cgroup -o hugetlb hugepool-test '$V1' && exec \"\$0\" \"\$@\""
-as_job --hugepages=2 bash -c "$MAP 2 $S/v1-held $S/v1-release & while [ ! -e $S/v1-held ]; do sleep 0.1; done;
-  $MAP 1; echo rc=\$?; $HELPER --status; $HELPER 3; $MAP 1; echo rc=\$?; touch $S/v1-release; wait"
-grep -q '^mapped 2 hugetlb_kb 4096$' <<<"$OUT" && grep -q '^mmap 1: ENOMEM$' <<<"$OUT" && grep -qx 'rc=1' <<<"$OUT" ||
-  fail "cgroup v1: the job's 3rd page was not refused at mmap: $OUT
-$(logs)"
-! grep -q SIGBUS <<<"$OUT" || fail "SIGBUS: $OUT"
-pass "cgroup v1: the job maps its 2 pages, its 3rd fails at mmap with ENOMEM"
-grep -q "your job [0-9]*: hugetlb cgroup $V1/hugepool/job_[0-9]* (cgroup v1)" <<<"$OUT" &&
-  grep -q '2048 kB pages: limit 2, reserved 2, in use 2' <<<"$OUT" || fail "cgroup v1: --status: $OUT"
-grep -q 'granted: your job [0-9]* may reserve 3 pages' <<<"$OUT" && grep -q '^mapped 1 hugetlb_kb 2048$' <<<"$OUT" ||
-  fail "cgroup v1: the helper did not grow the job's limit: $OUT"
-pass "cgroup v1: --status shows the job's limit and use; the helper grows it"
-wait_nr "$base" || fail "cgroup v1: pool not back to $base"
-job_pair "cgroup v1" "$V1" nsenter -t "$sd" -m
-straggler "cgroup v1"
-[[ -z $(nsenter -t "$sd" -m sh -c "ls -d '$V1'/hugepool/job_* 2>/dev/null") ]] || fail "cgroup v1: job cgroup left"
-pass "cgroup v1: no job cgroup left, the pool back to $base"
-_v1_release || fail "the test's v1 hugetlb hierarchy is still there: $(grep hugetlb /proc/cgroups)"
-pass "the test's v1 hierarchy is gone"

@@ -97,10 +97,12 @@ for round in 1 2 3 4; do
 done
 in_job 5151 $A "$HELPER" --release
 expect_eq "$RC/$(lim 5151)/$(real_nr)" "0/0/$((base + 4))" "A's last release: limit 0, only B's pages left"
+checked "after A's last release"
 
 # A release while the job maps pages keeps them, and the limit with them.
 in_job 5151 $A "$HELPER" 4
 expect_eq "$RC/$(lim 5151)" "0/4" "A is granted 4 again"
+checked "after A's grant of 4 again"
 S=$(mktemp -d /var/tmp/hugepool-jobs.XXXXXX)
 chmod 0777 "$S"
 on_exit "touch '$S/release'; sleep 0.3; rm -rf '$S'"
@@ -117,6 +119,7 @@ touch "$S/release"
 wait "$holder"
 in_job 5151 $A "$HELPER" --release
 expect_eq "$RC/$(lim 5151)/$(real_nr)" "0/0/$((base + 4))" "released once the pages are unmapped"
+checked "after the release once the pages are unmapped"
 
 # A limit that drifted above the grants (set by hand here: a table restored
 # from a backup, a limit write that outlived its grant) is lowered by the next
@@ -126,6 +129,8 @@ in_job 5151 $A "$HELPER" 2
 expect_eq "$RC/$(lim 5151)/$(real_nr)" "0/2/$((base + 6))" "a drifted limit of 6 with nothing held: 'hugepool-reserve 2' grants 2, limit 2"
 checked "after the drifted limit was repaired"
 in_job 5151 $A "$HELPER" --release
+checked "after A's final release"
 in_job 5252 $B "$HELPER" --release
+checked "after B's final release"
 expect_eq "$(lim 5151)/$(lim 5252)/$(real_nr)" "0/0/$base" "both released: limits 0, the pool as it was"
 checked "at the end"

@@ -242,3 +242,48 @@ as_nobody 10
 expect_eq "$RC/$(nr)" "0/10" "the next grant is exact"
 grep -q '^65534 any 2048 10$' "$table" || fail "grant table: $(cat "$table")"
 pass "table and pool agree after a failed fsync"
+
+# --- 5. a release counts the caller's jobs' limits fail closed (limits.c,
+# state.c): a job registry that cannot be listed, an entry that cannot be
+# read, or no hugetlb hierarchy found while a job the prolog isolated is
+# still registered: everything is kept, never read as "no jobs" ---
+jobs=$FAKE/run/hugepool/jobs
+mkdir -p "$jobs"
+set_pool 0 0
+as_nobody 4
+expect_eq "$RC/$(nr)" "0/4" "nobody is granted 4"
+mv "$jobs" "$jobs.saved"
+: >"$jobs"
+on_exit "[[ ! -d '$jobs.saved' ]] || { rm -f '$jobs'; mv '$jobs.saved' '$jobs'; }"
+as_nobody --release
+expect_eq "$RC/$(nr)" "1/4" "a release with the job registry replaced by a file keeps everything"
+expect_err "cannot read your jobs' hugetlb cgroups (Not a directory)" "the message says why"
+rm -f "$jobs"
+mv "$jobs.saved" "$jobs"
+printf 'garbage\n' >"$jobs/6161"
+as_nobody --release
+expect_eq "$RC/$(nr)" "1/4" "a release next to a damaged registry entry keeps everything"
+expect_err "Structure needs cleaning" "the message says why"
+echo 65534 >"$jobs/6161"
+echo "isolated 0 0" >"$jobs/6161.iso"
+on_exit "rm -f '$jobs/6161' '$jobs/6161.iso'"
+# No hugetlb hierarchy in the helper's mount namespace (as after an
+# administrator unmounted it): the isolated job's limit cannot be read.
+mapfile -t cg_mounts < <(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") break;
+  if ($(i + 1) == "cgroup2" || ($(i + 1) == "cgroup" && $(i + 3) ~ /(^|,)hugetlb(,|$)/)) print $5 }' /proc/self/mountinfo)
+umounts=
+for m in "${cg_mounts[@]}"; do umounts+="umount -l '$m' && "; done
+release_without_cgroups() {
+  set +e
+  OUT=$(unshare -m --propagation private sh -c "${umounts}exec setpriv --reuid=65534 --regid=65534 --clear-groups '$HELPER' --release" 2>"$INST/err")
+  RC=$?
+  set -e
+  ERR=$(cat "$INST/err")
+}
+release_without_cgroups
+expect_eq "$RC/$(nr)" "1/4" "no hugetlb hierarchy while an isolated job is registered: the release keeps everything"
+expect_err "cannot read your jobs' hugetlb cgroups" "the message says why"
+echo "unisolated 0 no controller" >"$jobs/6161.iso"
+release_without_cgroups
+expect_eq "$RC/$(nr)" "0/0" "control: with the job unisolated the same release gives everything back"
+rm -f "$jobs/6161" "$jobs/6161.iso"
