@@ -240,24 +240,26 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
 static char task_note[700], task_fail[700];
 static int task_refused;
 
-/* The prolog registers every job; one it could not register was granted
- * nothing and has no cgroup (its own record of that may be unwritable too).
- * A task that needs a grant (--hugepages) or isolation (required, with
- * default_job_pages) is refused: the reason goes to task_fail. */
-static void unregistered_check(spank_t sp) {
+/* The prolog registers every job, and writes the .iso of every job it
+ * grants for or isolates.  A job it could not register was granted nothing
+ * and has no cgroup; a job whose .iso is missing (its write failed) would
+ * run outside its cgroup.  Either way (`what`), a task that needs a grant
+ * (--hugepages) or isolation (required, with default_job_pages) is refused:
+ * the reason goes to task_fail (a .failed the prolog wrote, if any, says
+ * more and is shown instead: slurm_spank_task_init). */
+static void record_missing(spank_t sp, const char *what) {
   struct reserve_config conf;
   char *val = NULL, msg[512];
   if (spank_option_getopt(sp, &hugepages_opt, &val) == ESPANK_SUCCESS) {
-    snprintf(task_fail, sizeof task_fail,
-             "--hugepages could not be granted: the job could not be registered on this node (the node's log "
-             "says why)");
+    snprintf(task_fail, sizeof task_fail, "--hugepages could not be granted: %s (the node's log says why)", what);
     return;
   }
   if (reserve_load_config(&conf, msg, sizeof msg) != 0 || !conf.require_isolation || !conf.default_job_pages_set)
     return;
   snprintf(task_fail, sizeof task_fail,
-           "the site requires hugetlb isolation (require_isolation yes), which is not possible: the job could not "
-           "be registered on this node (the node's log says why)");
+           "the site requires hugetlb isolation (require_isolation yes), which is not possible: %s (the node's log "
+           "says why)",
+           what);
 }
 
 /* Root, in the task before it drops privileges: enter the job's cgroup. */
@@ -270,10 +272,13 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av) {
   (void)av;
   if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) return 0;
   if (read_job_file(job, "", buf, sizeof buf) != 0) {
-    unregistered_check(sp);
+    record_missing(sp, "the job could not be registered on this node");
     return 0;
   }
-  if (read_job_file(job, ".iso", buf, sizeof buf) != 0) return 0;
+  if (read_job_file(job, ".iso", buf, sizeof buf) != 0) {
+    record_missing(sp, "the job's isolation record could not be written on this node");
+    return 0;
+  }
   if (strncmp(buf, "isolated ", 9) == 0) {
     struct reserve_caller who;
     gid_t groups[RESERVE_MAX_GROUPS];
@@ -299,11 +304,16 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av) {
 int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   char why[1100];
   uint32_t job;
+  int failed;
   (void)ac;
   (void)av;
   if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) return 0;
-  if (task_fail[0] != '\0') snprintf(why, sizeof why, "%s", task_fail);
-  if (task_fail[0] != '\0' || read_job_file(job, ".failed", why, sizeof why) == 0) {
+  failed = read_job_file(job, ".failed", why, sizeof why) == 0; /* the prolog's reason, the most precise */
+  if (!failed && task_fail[0] != '\0') {
+    snprintf(why, sizeof why, "%s", task_fail);
+    failed = 1;
+  }
+  if (failed) {
     /* In the task, on its stderr: the user sees it in the job's output. */
     dprintf(2, "hugepool: %s\n", why);
     slurm_error("hugepool: %s", why);
@@ -348,23 +358,41 @@ static int end_isolation(const struct reserve_caller *who, uint32_t job, char *w
 
 /* The job's cgroup outlived it: its limit (what it still reserves) must stay
  * covered by a grant, and counted by limits.c, so the job stays registered
- * (with its .iso) and nothing is released. */
+ * (with its .iso) and nothing is released now.  Marked .kept: it no longer
+ * runs, so the user's later epilogs release (other_jobs_running), keeping
+ * what its cgroup still reserves (release.c: what the user's jobs have
+ * reserved is kept). */
 static void keep_job(const struct reserve_caller *who, uint32_t job, const char *why) {
+  write_job_file(job, ".kept", "kept\n"); /* if it cannot be written, it counts as running: nothing released */
   /* (why is in the isolate-end line: an audit line holds 512 bytes) */
   reserve_audit(who,
                 "action=release released=0 outcome=kept reason=\"the job's isolation could not be ended (isolate-end): "
                 "it stays registered, its grant kept; an administrator must end what is left in its cgroup, remove "
-                "the cgroup, " RESERVE_JOBS_DIR "/%u and %u.iso; the user's next epilog then releases\"",
-                (unsigned)job, (unsigned)job);
+                "the cgroup and " RESERVE_JOBS_DIR "/%u, %u.iso and %u.kept; the user's next epilog then releases\"",
+                (unsigned)job, (unsigned)job, (unsigned)job);
   slurm_error(
       "hugepool: job %u: %s; the job stays registered and its grant is kept until an administrator "
       "removes the cgroup (see the audit log)",
       (unsigned)job, why);
 }
 
+/* Does another job of the user's still run on this node?  A job kept by an
+ * epilog that could not end its isolation (.kept) does not: what its cgroup
+ * reserves is kept by the release.  1, 0, or -1 (errno: the registry cannot
+ * be read); more jobs than can be listed count as running (fail closed). */
+static int other_jobs_running(uid_t uid, uint32_t job) {
+  unsigned long jobs[RESERVE_MAX_JOBS];
+  char buf[16];
+  int i, n = registry_jobs(uid, job, jobs, RESERVE_MAX_JOBS);
+  if (n < 0) return errno == E2BIG ? 1 : -1;
+  for (i = 0; i < n; i++)
+    if (jobs[i] > UINT32_MAX || read_job_file((uint32_t)jobs[i], ".kept", buf, sizeof buf) != 0) return 1;
+  return 0;
+}
+
 static void release_user(const struct reserve_caller *who, uint32_t job) {
   char msg[1024];
-  int rc, tries = 0, others = reserve_user_has_job(who->uid, job);
+  int rc, tries = 0, others = other_jobs_running(who->uid, job);
   if (others != 0) {
     if (others < 0)
       reserve_audit(who, "action=release released=0 outcome=error reason=\"the job registry cannot be read: %s\"",

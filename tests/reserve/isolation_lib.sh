@@ -187,11 +187,24 @@ stuck_straggler() { # label mnt [prefix...]
       fail "$label: audit lines of the stuck job: $(grep "job=$job" "$audit")"
     pass "$label: audit: the cgroup left, why, and what the administrator must do"
   fi
+  [[ -e $REG/$job.kept ]] || fail "$label: the kept job is not marked $REG/$job.kept"
+  # The kept job no longer runs: the user's next job's epilog releases, and
+  # keeps only what the stuck cgroup still reserves (2), not the kept 4 plus
+  # this job's 2 (before: nothing was released while a job was kept).
+  as_job --hugepages=2 echo TASK-RAN
+  grep -q TASK-RAN <<<"$OUT" || fail "$label: the user's next job did not run: $OUT"
+  for _ in $(seq 100); do
+    held=$(awk '$1 == 65534 && $3 == 2048 { s += $4 } END { print s + 0 }' "$TABLE")
+    [[ $held == 2 ]] && break
+    sleep 0.1
+  done
+  expect_eq "$held" 2 "$label: with a job kept, the user's next epilog released all but what the stuck cgroup reserves"
+  check_limits "$label: after the next job's epilog, with a job kept" "$mnt" "$@"
   echo THAWED >"$fz/freezer.state"
   for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   ! kill -0 "$pid" 2>/dev/null || fail "$label: the thawed straggler did not die of the epilog's SIGKILL"
   for _ in $(seq 50); do "$@" rmdir "$d" 2>/dev/null && break; sleep 0.1; done
-  rm -f "$REG/$job" "$REG/$job.iso"
+  rm -f "$REG/$job" "$REG/$job.iso" "$REG/$job.kept"
   as_job true
   wait_nr "$base" || fail "$label: the user's next epilog did not release the kept grant"
   pass "$label: after the administrator's cleanup the user's next epilog released the kept pages"
