@@ -14,7 +14,7 @@
 #include "helper.h"
 
 void reserve_audit(const struct reserve_caller *who, const char *fmt, ...) {
-  char msg[512];
+  char msg[1024]; /* syslog takes it whole; the longest reasons (paths, errors) fit */
   const struct passwd *pw = getpwuid(who->uid);
   int n = snprintf(msg, sizeof msg, "uid=%lu user=%s source=%s job=%lu ", (unsigned long)who->uid,
                    pw != NULL ? pw->pw_name : "?", who->source, who->job);

@@ -364,7 +364,7 @@ static int end_isolation(const struct reserve_caller *who, uint32_t job, char *w
  * reserved is kept). */
 static void keep_job(const struct reserve_caller *who, uint32_t job, const char *why) {
   write_job_file(job, ".kept", "kept\n"); /* if it cannot be written, it counts as running: nothing released */
-  /* (why is in the isolate-end line: an audit line holds 512 bytes) */
+  /* (why is in the isolate-end line just before, not repeated here) */
   reserve_audit(who,
                 "action=release released=0 outcome=kept reason=\"the job's isolation could not be ended (isolate-end): "
                 "it stays registered, its grant kept; an administrator must end what is left in its cgroup, remove "

@@ -301,21 +301,47 @@ static int intent_reconcile(const struct reserve_caller *who, struct state *s) {
 
 /* Written to a temporary name (not a number: never read as an entry) and
  * renamed, so a reader sees a whole entry or none, never an empty one. */
+/* The registry directory, open, if it is one only root can change: a
+ * directory (not a link to one) owned by root, writable by nobody else.
+ * Anyone else could remove entries (their jobs' limits would no longer be
+ * counted) or plant links: -1 with EPERM (ENOENT: there is none). */
+static int registry_dir(void) {
+  struct stat st;
+  int dfd = open(RESERVE_JOBS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0) return -1;
+  if (fstat(dfd, &st) != 0 || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    close(dfd);
+    errno = EPERM;
+    return -1;
+  }
+  return dfd;
+}
+
 int reserve_job_register(unsigned long job, uid_t uid) {
-  char path[256], tmp[256], buf[32];
-  int fd, n, e;
+  char name[32], tmp[32], buf[32];
+  int dfd, fd, n, e;
   ssize_t w;
   (void)mkdir(RESERVE_JOBS_DIR, 0755); /* parent made at boot (tmpfiles); EEXIST is fine */
-  snprintf(path, sizeof path, RESERVE_JOBS_DIR "/%lu", job);
-  snprintf(tmp, sizeof tmp, RESERVE_JOBS_DIR "/.%lu.new", job);
-  fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
-  if (fd < 0) return -1;
+  if ((dfd = registry_dir()) < 0) return -1;
+  snprintf(name, sizeof name, "%lu", job);
+  snprintf(tmp, sizeof tmp, ".%lu.new", job);
+  fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
+  if (fd < 0) {
+    e = errno;
+    close(dfd);
+    errno = e;
+    return -1;
+  }
   n = snprintf(buf, sizeof buf, "%lu\n", (unsigned long)uid);
   w = write(fd, buf, (size_t)n);
   if (close(fd) != 0) w = -1;
-  if (w == n && rename(tmp, path) == 0) return 0;
+  if (w == n && renameat(dfd, tmp, dfd, name) == 0) {
+    close(dfd);
+    return 0;
+  }
   e = w == n || w < 0 ? errno : EIO;
-  (void)unlink(tmp);
+  (void)unlinkat(dfd, tmp, 0);
+  close(dfd);
   errno = e;
   return -1;
 }
@@ -349,10 +375,16 @@ static int registry_owner(int dir, const char *name, unsigned long long *owner) 
 /* Fail closed: a registry that cannot be listed (other than absent), or an
  * entry that cannot be read, is an error, never "no jobs". */
 int registry_jobs(uid_t uid, unsigned long except_job, unsigned long *jobs, size_t cap) {
-  DIR *d = opendir(RESERVE_JOBS_DIR);
+  int dfd = registry_dir(), n = 0, r;
+  DIR *d;
   struct dirent *e;
-  int n = 0, r;
-  if (d == NULL) return errno == ENOENT ? 0 : -1; /* no registry: no jobs */
+  if (dfd < 0) return errno == ENOENT ? 0 : -1; /* no registry: no jobs; one anyone may change: an error */
+  if ((d = fdopendir(dfd)) == NULL) {
+    r = errno;
+    close(dfd);
+    errno = r;
+    return -1;
+  }
   for (errno = 0; (e = readdir(d)) != NULL; errno = 0) {
     unsigned long long job, owner;
     if (reserve_parse_count(e->d_name, 1ULL << 40, &job) != 0 || job == except_job) continue;

@@ -265,6 +265,17 @@ as_nobody --release
 expect_eq "$RC/$(nr)" "1/4" "a release next to a damaged registry entry keeps everything"
 expect_err "Structure needs cleaning" "the message says why"
 echo 65534 >"$jobs/6161"
+# A registry anyone but root may change (its entries could be removed, so
+# their jobs' limits would not be counted): not read, never "no jobs".
+on_exit "chmod 0755 '$jobs'; chown 0 '$jobs'"
+for how in "chmod 0777" "chmod 0775" "chown 65534"; do
+  $how "$jobs"
+  as_nobody --release
+  expect_eq "$RC/$(nr)" "1/4" "a release with the job registry after '$how' keeps everything"
+  expect_err "Operation not permitted" "the message says why"
+  chmod 0755 "$jobs"
+  chown 0 "$jobs"
+done
 echo "isolated 0 0" >"$jobs/6161.iso"
 on_exit "rm -f '$jobs/6161' '$jobs/6161.iso'"
 # No hugetlb hierarchy in the helper's mount namespace (as after an
