@@ -450,7 +450,7 @@ int cg_job_remove(const struct cg_hier *h, unsigned long job, int *killed, char 
     snprintf(why, whylen,
              "cannot remove %s/" CG_DIR
              "/%s (%d processes were in it): %s; its reservation limits are lowered to "
-             "what it holds (%lld pages of 2048 kB, %lld of 1048576 kB; -1: unknown)",
+             "what it holds (%lld pages of 2048 kB, %lld of 1048576 kB; -1: no limit, or unreadable)",
              h->mnt, name, *killed, strerror(e), (long long)left_2m, (long long)left_1g);
   if (jfd >= 0) close(jfd);
   if (dfd >= 0) close(dfd);

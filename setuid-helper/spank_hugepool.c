@@ -169,6 +169,22 @@ static int isolate_job(const struct reserve_caller *who, const struct reserve_co
   return -1;
 }
 
+/* Registers the job (its owner, for require_job and limits.c).  -1 if it
+ * cannot: limits.c would never count a limit of this job, so nothing may be
+ * granted and no cgroup made; said in the audit log and the node's log, and
+ * to the job (`have`: it asked for --hugepages) through .failed where that
+ * can be written (else task_init_privileged refuses it: record_missing). */
+static int register_job(const struct reserve_caller *who, uint32_t job, int have) {
+  char why[600], text[700];
+  if (reserve_job_register(job, who->uid) == 0) return 0;
+  snprintf(why, sizeof why, "cannot register the job in %s: %s", RESERVE_JOBS_DIR, strerror(errno));
+  reserve_audit(who, "action=register outcome=error reason=\"%s; nothing granted, no hugetlb cgroup made\"", why);
+  slurm_error("hugepool: job %u: %s; nothing granted, no hugetlb cgroup made", (unsigned)job, why);
+  snprintf(text, sizeof text, "--hugepages could not be granted: %s", why);
+  if (have) record_failure(job, text);
+  return -1;
+}
+
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
   struct reserve_caller who;
   gid_t groups[RESERVE_MAX_GROUPS];
@@ -187,15 +203,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
     return 0;
   }
   have = spank_option_getopt(sp, &hugepages_opt, &val) == ESPANK_SUCCESS;
-  if (reserve_job_register(job, who.uid) != 0) {
-    /* limits.c would never count a limit of this job: grant nothing */
-    snprintf(why, sizeof why, "cannot register the job in %s: %s", RESERVE_JOBS_DIR, strerror(errno));
-    reserve_audit(&who, "action=register outcome=error reason=\"%s; nothing granted, no hugetlb cgroup made\"", why);
-    slurm_error("hugepool: job %u: %s; nothing granted, no hugetlb cgroup made", (unsigned)job, why);
-    snprintf(text, sizeof text, "--hugepages could not be granted: %s", why);
-    if (have) record_failure(job, text); /* (the registry's files may be unwritable too: task_init_privileged) */
-    return 0;
-  }
+  if (register_job(&who, job, have) != 0) return 0;
   memset(&rq, 0, sizeof rq);
   rq.action = ACT_GRANT;
   rq.node = -1;
