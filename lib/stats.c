@@ -154,10 +154,11 @@ int stats_snprint(char *buf, size_t len, hugepool_stats_format format) {
   long rank = mpi_rank(), lrank = -1;
   char host[64], job[64];
   record_ids(host, job, &lrank);
-  long pool_pages = os_pool_total(hp_current_page_size(), -1); /* the node's pool (-1: unknown) */
+  size_t page = hp_current_page_size();
+  long pool_pages = os_pool_total(page, -1); /* the node's pool (-1: unknown) */
   if (format == HUGEPOOL_STATS_JSON) {
     emit(&s, "{\"pid\": %ld, \"rank\": %ld, \"policy\": \"%s\", \"page_size\": %zu", (long)getpid(), rank, policy,
-         hp_current_page_size());
+         page);
     emit(&s, ", \"local_rank\": %ld, \"host\": \"%s\", \"job\": \"%s\", \"version\": \"%s\", \"pool_pages\": %ld",
          lrank, host, job, HP_VERSION_TEXT, pool_pages);
 #define HP_JSON(field, label) emit(&s, ", \"%s\": %llu", #field, (unsigned long long)st.field);
@@ -172,7 +173,7 @@ int stats_snprint(char *buf, size_t len, hugepool_stats_format format) {
                                    ", local rank %ld", lrank);
     emit(&s, "hugepool statistics (pid %ld%s, host %s%s%s, version %s, policy %s, page size %zu KiB, pool pages %ld)\n",
          (long)getpid(), rank_text, host, job[0] ? ", job " : "", job, HP_VERSION_TEXT, policy,
-         hp_current_page_size() >> 10, pool_pages);
+         page >> 10, pool_pages);
     char size[32];
 #define HP_TEXT(field, label)                                        \
   if (strstr(#field, "bytes")) {                                     \

@@ -299,8 +299,6 @@ static int intent_reconcile(const struct reserve_caller *who, struct state *s) {
 
 /* ---- Slurm job registry ---- */
 
-/* Written to a temporary name (not a number: never read as an entry) and
- * renamed, so a reader sees a whole entry or none, never an empty one. */
 /* The registry directory, open, if it is one only root can change: a
  * directory (not a link to one) owned by root, writable by nobody else.
  * Anyone else could remove entries (their jobs' limits would no longer be
@@ -317,6 +315,8 @@ static int registry_dir(void) {
   return dfd;
 }
 
+/* Written to a temporary name (not a number: never read as an entry) and
+ * renamed, so a reader sees a whole entry or none, never an empty one. */
 int reserve_job_register(unsigned long job, uid_t uid) {
   char name[32], tmp[32], buf[32];
   int dfd, fd, n, e;

@@ -267,11 +267,10 @@ TEST_CASE("empty pool, default policy: glibc serves the request, one warning, co
   free(al);
   free(a);
   free(b);
-  pool.set_free(2); /* pages again: back on hugetlb */
-  /* Pages that another process frees or the administrator reserves are
-   * seen at the next try after a refusal, at most 64 ms later (lib/alloc.c:
-   * with a fallback, a short pool is retried with backoff). */
-  usleep(150000);
+  /* Pages again: back on hugetlb.  Pages that another process frees or the
+   * administrator reserves are seen at the next try after a refusal, at most
+   * 64 ms later (lib/alloc.c); set_free waits that out when it grows the pool. */
+  pool.set_free(2);
   void *c = malloc(4 * MiB);
   memset(c, 1, 4 * MiB);
   CHECK(pl::on_hugetlb(c));
