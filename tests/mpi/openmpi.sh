@@ -18,8 +18,11 @@ unset HUGEPOOL_MPI_PRELOAD_LIB
 mpicc.openmpi -O2 -I"$src" -o "$work/prog-openmpi" "$src/win_shared.c"
 mpicc -O2 -I"$src" -o "$work/prog-mpich" "$src/win_shared.c"
 # The two builds link different libraries (what a launcher could tell them by).
-ldd "$work/prog-openmpi" | grep -q 'libmpi\.so\.40' || fail "mpicc.openmpi did not link Open MPI's libmpi"
-ldd "$work/prog-mpich" | grep -q 'libmpich\.so' || fail "mpicc did not link MPICH"
+# (ldd's output read whole first: under pipefail, grep -q quitting at its
+# match could end ldd with SIGPIPE and fail the pipeline, as it once did.)
+libs_openmpi=$(ldd "$work/prog-openmpi") libs_mpich=$(ldd "$work/prog-mpich")
+grep -q 'libmpi\.so\.40' <<<"$libs_openmpi" || fail "mpicc.openmpi did not link Open MPI's libmpi: $libs_openmpi"
+grep -q 'libmpich\.so' <<<"$libs_mpich" || fail "mpicc did not link MPICH: $libs_mpich"
 # as root, in a container: shared memory and loopback only
 export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1
 go() { # mpi, name, launcher words...
