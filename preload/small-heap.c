@@ -5,7 +5,7 @@
  * size-class bins with their own locks, decay that gives memory back.
  *
  * The jemalloc here is a private copy of Debian's libjemalloc_pic.a made at
- * build time (jemalloc-private.cmake): every symbol it defines is renamed
+ * build time (cmake/jemalloc-private.cmake): every symbol it defines is renamed
  * hpje_*, none is exported (exports.map), and its constructor is gone, so
  * it starts only here, from the preload's initialisation (allocations made
  * meanwhile, pthread_atfork's and the background thread's included, go to
@@ -25,7 +25,7 @@
 #include "heap.h"
 #include "hooks.h"
 
-/* The private jemalloc's entry points (jemalloc-private.cmake). */
+/* The private jemalloc's entry points (cmake/jemalloc-private.cmake). */
 void *hpje_mallocx(size_t size, int flags);
 void *hpje_rallocx(void *ptr, size_t size, int flags);
 void hpje_free(void *ptr);
@@ -134,7 +134,7 @@ void sh_stats(sh_counters *out) {
   out->bytes_in_extents = c.bytes_in_extents;
 }
 
-/* ---- glue: the libc calls jemalloc-private.cmake sends here ------------- */
+/* ---- glue: the libc calls cmake/jemalloc-private.cmake sends here ------- */
 
 /* jemalloc reads MALLOC_CONF with it: settings meant for the program's
  * allocator (a jemalloc too, maybe) must not reach this one. */

@@ -9,7 +9,7 @@ confused, and is hardened throughout.
    directory: the three helper variants, the Slurm plugins, the parsers'
    library they link; and lib/size.c, the size parser they link) has lib/ or
    any other project folder but setuid-helper/ on its include path, and each
-   is built with every hardening flag of setuid-helper/hardening.cmake.
+   is built with every hardening flag of cmake/hardening.cmake.
 3. The parsers are compiled once: lib/size.c and setuid-helper/parse.c have
    one compile command each (the fuzzer's own build aside, which is not in
    compile_commands.json).

@@ -10,7 +10,7 @@
 include_guard(GLOBAL)
 include(${CMAKE_CURRENT_LIST_DIR}/hardening.cmake)
 
-add_library(hugepool_reserve_parse STATIC ${CMAKE_CURRENT_LIST_DIR}/parse.c $<TARGET_OBJECTS:hugepool_size_objects>)
+add_library(hugepool_reserve_parse STATIC ${PROJECT_SOURCE_DIR}/setuid-helper/parse.c $<TARGET_OBJECTS:hugepool_size_objects>)
 target_compile_options(hugepool_reserve_parse PRIVATE ${HUGEPOOL_HARDEN_C})
 set_target_properties(hugepool_reserve_parse PROPERTIES POSITION_INDEPENDENT_CODE ON)
-target_include_directories(hugepool_reserve_parse PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+target_include_directories(hugepool_reserve_parse PUBLIC ${PROJECT_SOURCE_DIR}/setuid-helper)

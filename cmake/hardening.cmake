@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The hardening of everything that runs privileged.  Included by the top
 # CMakeLists.txt before lib/, whose size parser (lib/size.c) the privileged
-# programs link and which is built with it (parsers.cmake).
+# programs link and which is built with it (cmake/parsers.cmake).
 include_guard(GLOBAL)
 
 # -O2 is needed by _FORTIFY_SOURCE.
