@@ -23,21 +23,24 @@
 
 #pragma GCC visibility push(hidden)
 
-/* Every path is fixed at build time.  A test build reads a fake /sys and
- * /proc below HUGEPOOL_RESERVE_TEST_ROOT instead of the real ones. */
+/* Every path is fixed at build time: the production ones in the generated
+ * helper-paths.h (cmake/helper-paths.cmake); a test variant passes its own
+ * tree's.  A test build reads a fake /sys and /proc below
+ * HUGEPOOL_RESERVE_TEST_ROOT instead of the real ones. */
+#include "helper-paths.h"
 #ifdef HUGEPOOL_RESERVE_TEST_ROOT
 #define SYS_ROOT HUGEPOOL_RESERVE_TEST_ROOT
 #else
 #define SYS_ROOT ""
 #endif
 #ifndef RESERVE_CONF_FILE
-#define RESERVE_CONF_FILE "/etc/hugepool/reserve.conf"
+#define RESERVE_CONF_FILE HELPER_PATH_CONF
 #endif
 #ifndef RESERVE_STATE_DIR
-#define RESERVE_STATE_DIR "/var/lib/hugepool"
+#define RESERVE_STATE_DIR HELPER_PATH_STATE_DIR
 #endif
 #ifndef RESERVE_JOBS_DIR
-#define RESERVE_JOBS_DIR "/run/hugepool/jobs"
+#define RESERVE_JOBS_DIR HELPER_PATH_JOBS_DIR
 #endif
 #ifndef RESERVE_LOCK_WAIT_MS
 #define RESERVE_LOCK_WAIT_MS 30000 /* a stuck caller must not block the others forever */

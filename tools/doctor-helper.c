@@ -20,16 +20,11 @@
 #include "doctor.h"
 #include "doctor-util.h"
 #include "config-parse.h"
+#include "helper-paths.h" /* the helper's paths, as it is built (cmake/helper-paths.cmake) */
 
-#ifndef DOCTOR_RESERVE_CONF
-#define DOCTOR_RESERVE_CONF "/etc/hugepool/reserve.conf"
-#endif
-#ifndef DOCTOR_RESERVE_STATE_DIR
-#define DOCTOR_RESERVE_STATE_DIR "/var/lib/hugepool"
-#endif
-#ifndef DOCTOR_RESERVE_JOBS_DIR
-#define DOCTOR_RESERVE_JOBS_DIR "/run/hugepool/jobs"
-#endif
+#define DOCTOR_RESERVE_CONF HELPER_PATH_CONF
+#define DOCTOR_RESERVE_STATE_DIR HELPER_PATH_STATE_DIR
+#define DOCTOR_RESERVE_JOBS_DIR HELPER_PATH_JOBS_DIR
 #define TMPFILES_RULE "/etc/tmpfiles.d/hugepool.conf"         /* install.sh's */
 #define TMPFILES_RULE_PKG "/usr/lib/tmpfiles.d/hugepool.conf" /* the hugepool-helper package's */
 

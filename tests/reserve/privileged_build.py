@@ -4,11 +4,13 @@
 confused, and is hardened throughout.
 
 1. Every file of setuid-helper/ includes, in quotes, only its own folder's
-   headers and lib/size.h by its relative path ("../lib/size.h").
+   headers (X.h, or X.h generated from its X.h.in into the helper's build
+   directory) and lib/size.h by its relative path ("../lib/size.h").
 2. No object of a privileged target (everything built in the helper's build
    directory: the three helper variants, the Slurm plugins, the parsers'
    library they link; and lib/size.c, the size parser they link) has lib/ or
-   any other project folder but setuid-helper/ on its include path, and each
+   any other project folder but setuid-helper/ (and its build directory, for
+   the generated headers) on its include path, and each
    is built with every hardening flag of cmake/hardening.cmake.
 3. The parsers are compiled once: lib/size.c and setuid-helper/parse.c have
    one compile command each (the fuzzer's own build aside, which is not in
@@ -29,6 +31,7 @@ HARDEN = ["-D_FORTIFY_SOURCE=3", "-O2", "-fstack-protector-strong", "-fstack-cla
 def include_problems(src):
     helper = os.path.join(src, "setuid-helper")
     own = {f for f in os.listdir(helper) if f.endswith(".h")}
+    own |= {f[:-3] for f in os.listdir(helper) if f.endswith(".h.in")}
     bad = []
     for name in sorted(os.listdir(helper)):
         if not name.endswith((".c", ".h")):
@@ -71,7 +74,7 @@ def build_problems(src, build):
         args = shlex.split(e["command"]) if "command" in e else e["arguments"]
         what = os.path.relpath(e["file"], src)
         for d in include_dirs(args):
-            if d.startswith(src + os.sep) and d != helper_src:
+            if d.startswith(src + os.sep) and d not in (helper_src, privileged):
                 bad.append(f"{what}: include path {os.path.relpath(d, src)}/ in a privileged build")
         missing = [h for h in HARDEN if h not in args]
         if missing:
