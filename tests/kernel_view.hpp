@@ -2,16 +2,20 @@
 // Test support: what the kernel says about memory, never what hugepool says.
 //
 //  - PoolGuard reserves an exact number of free huge pages for the duration
-//    of a test and restores the previous pool size afterwards.  It holds an
-//    exclusive flock on /tmp/hugepool-pool.lock, so no two processes on the
-//    machine (tests, benchmarks) resize the pool at the same time.
+//    of a test and restores the previous pool afterwards: the C++ face of
+//    tests/pool/pool-lock, the one harness that takes the machine-wide pool
+//    lock (/tmp/hugepool-pool.lock), says when and for whom it waits, sets
+//    and restores the pool.  PoolGuard runs `pool-lock hold` and talks to it
+//    over two pipes; no two guards may live at once in one process (the
+//    second would wait for the first).
 //  - meminfo() reads /proc/meminfo, smaps_of() the /proc/self/smaps entry that
 //    contains an address.
 #pragma once
 
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <sys/file.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,10 +28,14 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+extern char **environ;
 
 namespace kv {
 
-inline constexpr const char *kPoolLock = "/tmp/hugepool-pool.lock";
+// tests/CMakeLists.txt defines where the harness is.
+inline constexpr const char *kPoolLockTool = HUGEPOOL_POOL_LOCK_TOOL;
 
 inline std::string read_file(const std::string &path) {
   std::ifstream in(path);
@@ -205,31 +213,37 @@ inline void pool_set_number(const char *path, long long v) {
   if (!ok) throw std::runtime_error("cannot write pool file");
 }
 
+// The environment of `pool-lock hold`: this process's without LD_PRELOAD,
+// so the harness never runs under hugepool's preload (its own allocations
+// would take pool pages).
+inline std::vector<char *> harness_environment() {
+  std::vector<char *> env;
+  for (char **e = environ; *e != nullptr; e++)
+    if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) env.push_back(*e);
+  env.push_back(nullptr);
+  return env;
+}
+
 // Holds the machine-wide pool lock and sets the pool so that exactly
-// `free_pages` pages of `page_kb` are free; restores the old size on exit,
-// also when the pool cannot be set.
+// `free_pages` pages of `page_kb` are free; restores the old pool on exit,
+// also when the pool cannot be set.  The lock, its wait and its messages,
+// the setting and the restoring are tests/pool/pool-lock's.
 class PoolGuard {
  public:
   explicit PoolGuard(long long free_pages, size_t page_kb = 2048)
-      : nr_(pool_file(page_kb) + "nr_hugepages"),
-        free_(pool_file(page_kb) + "free_hugepages"),
-        resv_(pool_file(page_kb) + "resv_hugepages") {
-    fd_ = ::open(kPoolLock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0) {
-      if (fd_ >= 0) ::close(fd_);
-      throw std::runtime_error(std::string("pool lock: ") + std::strerror(errno));
-    }
-    old_total_ = pool_number(nr_.c_str());
+      : free_(pool_file(page_kb) + "free_hugepages"), resv_(pool_file(page_kb) + "resv_hugepages") {
+    long long before = available();
+    start(page_kb, free_pages);
     try {
-      set_free(free_pages);
+      check(free_pages, answer("ready"), before);
     } catch (...) {
-      restore();
+      release();
       throw;
     }
   }
   PoolGuard(const PoolGuard &) = delete;
   PoolGuard &operator=(const PoolGuard &) = delete;
-  ~PoolGuard() { restore(); }
+  ~PoolGuard() { release(); }
   // Resize so that `free_pages` are free (pages in use by others are kept).
   // A process that hugepool runs in and that was refused by a short pool
   // (the small heap's first chunk, at start, before this guard set the pool)
@@ -238,29 +252,77 @@ class PoolGuard {
   // so that the test's next request meets the pool it set.
   void set_free(long long free_pages) {
     long long before = available();
-    long long want = pool_number(nr_.c_str()) - before + free_pages;
-    pool_set_number(nr_.c_str(), want);
-    long long got = available();
-    if (got != free_pages)
-      throw std::runtime_error("could not reserve " + std::to_string(free_pages) + " free huge pages (have " +
-                               std::to_string(got) + ", via " + nr_ + ")");
-    if (got > before && dlsym(RTLD_DEFAULT, "hugepool_alloc") != nullptr) ::usleep(80000);
+    char line[32];
+    int len = std::snprintf(line, sizeof(line), "set %lld\n", free_pages);
+    if (::write(to_, line, static_cast<size_t>(len)) != len) throw std::runtime_error("pool-lock hold: cannot write");
+    check(free_pages, answer("ok"), before);
   }
   long long available() const { return pool_number(free_.c_str()) - pool_number(resv_.c_str()); }
 
  private:
-  void restore() noexcept {
-    if (fd_ < 0) return;
-    try {
-      pool_set_number(nr_.c_str(), old_total_);
-    } catch (...) {
+  void start(size_t page_kb, long long free_pages) {
+    int in[2], out[2];
+    if (::pipe2(in, O_CLOEXEC) != 0) throw std::runtime_error("pool-lock: pipe");
+    if (::pipe2(out, O_CLOEXEC) != 0) {
+      ::close(in[0]);
+      ::close(in[1]);
+      throw std::runtime_error("pool-lock: pipe");
     }
-    ::close(fd_);
-    fd_ = -1;
+    std::string kb = std::to_string(page_kb), n = std::to_string(free_pages);
+    const char *argv[] = {kPoolLockTool, "hold", "--page-kb", kb.c_str(), "--free", n.c_str(), nullptr};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    auto env = harness_environment();
+    int err = ::posix_spawn(&pid_, kPoolLockTool, &fa, nullptr, const_cast<char **>(argv), env.data());
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(in[0]);
+    ::close(out[1]);
+    to_ = in[1];
+    from_ = out[0];
+    if (err != 0) {
+      pid_ = -1;
+      release();
+      throw std::runtime_error(std::string("cannot run ") + kPoolLockTool + ": " + std::strerror(err));
+    }
   }
-  std::string nr_, free_, resv_;
-  int fd_ = -1;
-  long long old_total_ = 0;
+  // The harness's answer "<word> FREE": FREE, the free pages it sees.  Read
+  // a byte at a time and without allocating (see pool_number).
+  long long answer(const char *word) {
+    char buf[128];
+    size_t n = 0;
+    while (n + 1 < sizeof(buf) && ::read(from_, buf + n, 1) == 1 && buf[n] != '\n') n++;
+    buf[n] = '\0';
+    size_t w = std::strlen(word);
+    if (std::strncmp(buf, word, w) != 0 || buf[w] != ' ')
+      throw std::runtime_error(std::string("pool-lock hold: ") + (n ? buf : "ended without an answer (see its message above)"));
+    return std::strtoll(buf + w + 1, nullptr, 10);
+  }
+  void check(long long want, long long got, long long before) {
+    if (got != want)
+      throw std::runtime_error("could not reserve " + std::to_string(want) + " free huge pages (have " +
+                               std::to_string(got) + ", via " + free_ + ")");
+    if (got > before && dlsym(RTLD_DEFAULT, "hugepool_alloc") != nullptr) ::usleep(80000);
+  }
+  // "release", then the harness restores the pool and exits: wait for it,
+  // so the next guard or test meets the pool as it was.
+  void release() noexcept {
+    if (to_ >= 0) {
+      static const char bye[] = "release\n";
+      (void)!::write(to_, bye, sizeof(bye) - 1);
+      ::close(to_);
+      to_ = -1;
+    }
+    if (from_ >= 0) ::close(from_);
+    from_ = -1;
+    int status = 0;
+    if (pid_ > 0) (void)::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  std::string free_, resv_;
+  pid_t pid_ = -1;
+  int to_ = -1, from_ = -1;
 };
 
 }  // namespace kv

@@ -15,14 +15,10 @@ NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 
 # Each run allocates one 2 MB buffer (a process that allocated nothing
 # writes no statistics file): two free pool pages, under the pool lock.
-nr=/proc/sys/vm/nr_hugepages
-exec 9>>/tmp/hugepool-pool.lock
-flock 9
-old_nr=$(<"$nr")
-free=$(awk '/^HugePages_Free/ {f=$2} /^HugePages_Rsvd/ {r=$2} END {print f-r}' /proc/meminfo)
-echo $((old_nr + 2 - (free < 2 ? free : 2))) >"$nr"
+source "$(dirname "$0")/../pool/pool-lock.sh"
 top=$(mktemp -d /var/tmp/hugepool-secure-XXXXXX) || exit 1
-trap 'rm -rf "$top"; echo "$old_nr" >"$nr"' EXIT
+trap 'rm -rf "$top"; pool_release' EXIT
+pool_hold 2
 chmod 0755 "$top"
 cp "$probe" "$top/probe"
 cp "$probe" "$top/probe-setgid"

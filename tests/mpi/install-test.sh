@@ -12,10 +12,9 @@ build=$1 mpiexec=$2 unmodified=${3:-}
 src=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 pool=/sys/kernel/mm/hugepages/hugepages-2048kB
-exec 9>/tmp/hugepool-pool.lock
-flock 9
-old=$(cat $pool/nr_hugepages)
-trap 'echo "$old" >$pool/nr_hugepages; rm -rf "$tmp"' EXIT
+source "$src/../pool/pool-lock.sh"
+trap 'pool_release; rm -rf "$tmp"' EXIT
+pool_hold
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 cmake -S "$src/consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/consumer" >/dev/null
@@ -23,7 +22,7 @@ libdir=$(find "$tmp/prefix" -name hugepool-mpi.pc -printf '%h\n' | head -n 1)
 g++ -std=c++17 "$src/consumer/mpi_consumer.cpp" $(PKG_CONFIG_PATH=$libdir pkg-config --cflags --libs hugepool-mpi) \
   -o "$tmp/pc-consumer"
 # a page for each rank, and the unmodified program's buffers, above what is in use
-echo $(($(cat $pool/nr_hugepages) - $(cat $pool/free_hugepages) + $(cat $pool/resv_hugepages) + 56)) >$pool/nr_hugepages
+pool_set 56
 # UCX's SysV shared memory stays off the pool (mpi/README.md: UCX variables).
 export UCX_SYSV_HUGETLB_MODE=n UCX_POSIX_HUGETLB_MODE=n
 for exe in "$tmp/consumer/mpi_consumer" "$tmp/pc-consumer"; do

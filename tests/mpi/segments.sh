@@ -10,22 +10,18 @@ seg=$((4 << 20)) # 2 pages a rank
 fail() { echo "FAIL: $*" >&2; exit 1; }
 avail() { echo $(($(cat $pool/free_hugepages) - $(cat $pool/resv_hugepages))); }
 
-# The machine-wide pool lock (as kernel_view.hpp's PoolGuard), the pool set
-# so that exactly $want pages are free, restored on exit.
-exec 9>/tmp/hugepool-pool.lock
-flock 9
-old=$(cat $pool/nr_hugepages)
+# The machine-wide pool lock (tests/pool/pool-lock.sh), the pool set so that
+# exactly $want pages are free, restored on exit.
+source "$(dirname "$0")/../pool/pool-lock.sh"
 work=$(mktemp -d)
 cleanup() {
   [[ -n ${mnt:-} ]] && { umount -l "$mnt" 2>/dev/null || true; rmdir "$mnt" 2>/dev/null || true; }
-  echo "$old" >$pool/nr_hugepages
+  pool_release
   rm -rf "$work"
 }
 trap cleanup EXIT
-set_free() {
-  echo $(($(cat $pool/nr_hugepages) - $(avail) + $1)) >$pool/nr_hugepages
-  [[ $(avail) -eq $1 ]] || fail "cannot set $1 free pages (have $(avail))"
-}
+pool_hold
+set_free() { pool_set "$1"; }
 # UCX's own shared memory stays off the hugetlb pool, so the pool's counts
 # are the segments' alone (the library's pages are what is measured); the
 # SysV variable is the one that takes effect with Debian's MPICH

@@ -26,13 +26,10 @@ for var in UCX_SYSV_HUGETLB_MODE UCX_POSIX_HUGETLB_MODE; do
   echo "ucx_info -c: $var=$default by default, n when set"
 done
 
-exec 9>/tmp/hugepool-pool.lock
-flock 9
-old=$(cat $pool/nr_hugepages)
+source "$(dirname "$0")/../pool/pool-lock.sh"
 work=$(mktemp -d)
-trap 'echo "$old" >$pool/nr_hugepages; rm -rf "$work"' EXIT
-echo $(($(cat $pool/nr_hugepages) - $(avail) + 16)) >$pool/nr_hugepages
-[[ $(avail) -eq 16 ]] || fail "cannot set the pool"
+trap 'pool_release; rm -rf "$work"' EXIT
+pool_hold 16
 unset UCX_SYSV_HUGETLB_MODE UCX_POSIX_HUGETLB_MODE UCX_MM_HUGETLB_MODE
 go() { # name, env words...
   local name=$1

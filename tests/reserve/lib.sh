@@ -162,11 +162,12 @@ node0=/sys/devices/system/node/node0/hugepages/hugepages-2048kB
 real_nr() { cat "$sys/nr_hugepages"; }
 meminfo() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
 spare() { echo $(($(cat "$sys/free_hugepages") - $(cat "$sys/resv_hugepages"))); }
-# Takes the machine-wide pool lock, remembers the pool and the sysfs modes,
-# restores both on exit, installs the helper with the config read from stdin.
+# Takes the machine-wide pool lock (tests/pool/pool-lock.sh: it remembers
+# and restores the pool), remembers the sysfs modes and restores them on
+# exit, installs the helper with the config read from stdin.
+source "$(dirname "${BASH_SOURCE[0]}")/../pool/pool-lock.sh"
 real_pool_setup() {
-  exec 9>/tmp/hugepool-pool.lock
-  flock -w 600 9 || fail "pool lock busy for 600 s (another test or benchmark holds /tmp/hugepool-pool.lock)"
+  pool_hold
   base=$(real_nr)
   base_node0=$(cat "$node0/nr_hugepages" 2>/dev/null || echo none)
   mapfile -t _files < <(ls /sys/kernel/mm/hugepages/hugepages-*/nr_hugepages \
@@ -195,8 +196,7 @@ _real_pool_restore() {
     chown "${m[1]}:${m[2]}" "${_files[i]}"
     chmod "${m[0]}" "${_files[i]}"
   done
-  [[ $base_node0 == none ]] || echo "$base_node0" >"$node0/nr_hugepages"
-  echo "$base" >"$sys/nr_hugepages"
+  pool_release
 }
 
 # --- hugetlb cgroups (cgroup.c) and the job limits (limits.c) ---
