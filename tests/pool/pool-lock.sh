@@ -23,6 +23,7 @@ _pool_answer() { # word [want]
   [[ -z ${2:-} || $got == "$2" ]] || _pool_fail "cannot set $2 free huge pages (have $got)"
 }
 pool_hold() { # [N]
+  [[ -z $_pool_pid ]] || _pool_fail "pool_hold: this shell holds the pool already (pool_set changes it)"
   coproc _POOL { exec env -u LD_PRELOAD "$_pool_lock_tool" hold ${1:+--free "$1"}; }
   _pool_pid=$_POOL_PID _pool_from=${_POOL[0]} _pool_to=${_POOL[1]}
   _pool_answer ready "${1:-}"
