@@ -16,6 +16,8 @@ Rules it keeps:
  4. Stopping is SIGTERM to the test's process group, SIGKILL GRACE seconds
     later; the pool-lock processes inside restore the pool on SIGTERM.
  5. A test that waited says, at its end, how long (counted apart).
+ 6. The harness inside writes its lines on this process's stderr, the
+    test's log, not into a stderr the test captures and checks.
 """
 import os
 import signal
@@ -93,7 +95,8 @@ def watch(child, clock, args):
 
 
 def cmd_limit(args):
-    child = subprocess.Popen(args.command, process_group=0)
+    log = {"HUGEPOOL_POOL_LOCK_LOG": f"/proc/{os.getpid()}/fd/2"}  # holder.say
+    child = subprocess.Popen(args.command, process_group=0, env=dict(os.environ, **log))
     clock = Clock(os.getpid())
 
     def forward(sig, _frame):
