@@ -5,7 +5,7 @@ Rules it keeps:
  1. One lock: an exclusive flock(2) on /tmp/hugepool-pool.lock (opened
     O_NOFOLLOW), held for as long as the pool is set.
  2. A taker that must wait says so on stderr (under `pool-lock limit`, on
-    the launcher's: HUGEPOOL_POOL_LOCK_LOG), with the holder and the time
+    the launcher's: POOL_LOCK_LOG), with the holder and the time
     ("waiting for the pool lock held by pid N (cmd) since T"), and again
     when it has the lock.  With a wait limit it gives up after it and says
     for whom it waited.
@@ -28,9 +28,9 @@ LOCK = "/tmp/hugepool-pool.lock"
 
 def say(msg):
     """To the test's log, not into the command's stderr a test may check:
-    under `pool-lock limit`, HUGEPOOL_POOL_LOCK_LOG names its stderr."""
+    under `pool-lock limit`, POOL_LOCK_LOG names its stderr."""
     line = f"pool-lock: {msg}\n"
-    log = os.environ.get("HUGEPOOL_POOL_LOCK_LOG")
+    log = os.environ.get("POOL_LOCK_LOG")
     if log:
         try:
             with open(log, "a") as f:

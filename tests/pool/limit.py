@@ -17,10 +17,12 @@ Rules it keeps:
     later; the pool-lock processes inside restore the pool on SIGTERM.
  5. A test that waited says, at its end, how long (counted apart).
  6. The harness inside writes its lines on this process's stderr, the
-    test's log, not into a stderr the test captures and checks.
+    test's log, not into a stderr the test captures and checks (where that
+    stderr is a pipe or a terminal: POOL_LOCK_LOG).
 """
 import os
 import signal
+import stat
 import subprocess
 import time
 
@@ -94,9 +96,19 @@ def watch(child, clock, args):
     return None
 
 
+def log_for_harness():
+    """POOL_LOCK_LOG (holder.say): this stderr, where reopening it by path
+    shares it (a pipe, as ctest's, or a terminal); a regular file reopened
+    would be written at another offset, so the harness keeps its own."""
+    mode = os.fstat(2).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+        return {"POOL_LOCK_LOG": f"/proc/{os.getpid()}/fd/2"}
+    return {}
+
+
 def cmd_limit(args):
-    log = {"HUGEPOOL_POOL_LOCK_LOG": f"/proc/{os.getpid()}/fd/2"}  # holder.say
-    child = subprocess.Popen(args.command, process_group=0, env=dict(os.environ, **log))
+    os.environ.pop("POOL_LOCK_LOG", None)  # an outer launcher's: this one's lines are its own
+    child = subprocess.Popen(args.command, process_group=0, env=dict(os.environ, **log_for_harness()))
     clock = Clock(os.getpid())
 
     def forward(sig, _frame):
