@@ -17,6 +17,7 @@
 #include "init.h"
 #include "realloc.h"
 #include "registry.h"
+#include "release.h"
 #include "segment.h"
 #include "stats.h"
 #include "tcache.h"

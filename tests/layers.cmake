@@ -2,7 +2,9 @@
 # The layers of lib/, kept by their include lines (lib/README.md):
 #  1. preload/ includes of lib/ only hooks.h (what the preload sees of the core);
 #  2. mpi/ includes of lib/ only option-reader.h (the preload's option reader);
-#  3. the OS layer (os.c, os-file.c, os.h) includes of lib/ only os.h;
+#  3. the OS layer (os.h, os-kernel.h, os.c and os-*.c) includes of lib/
+#     only os.h and os-kernel.h, and nothing outside it includes
+#     os-kernel.h (the layer's own way to the kernel);
 #  4. a header of lib/ includes only headers of a lower level (the table below);
 #  5. a source file of lib/ includes only headers of a lower level than its
 #     own, besides its own header: nothing below calls up (a call needs a
@@ -21,6 +23,7 @@ endif()
 
 # The level of each header of lib/: a header may include only lower ones.
 set(level_os.h 0)
+set(level_os-kernel.h 0) # the OS layer's own (rule 3)
 set(level_spin.h 0)
 set(level_size.h 0)
 set(level_option-reader.h 0)
@@ -33,8 +36,11 @@ set(level_base.h 3)
 set(level_registry.h 4)
 set(level_cache.h 4)
 set(level_share.h 4)
+set(level_shortage.h 4)
+set(level_tcache-entry.h 4) # tcache.c and tcache-all.c alone
 set(level_tcache.h 5)
 set(level_live.h 6)
+set(level_release.h 6)
 set(level_split.h 7)
 set(level_fork.h 8)
 set(level_alloc.h 8)
@@ -47,7 +53,7 @@ set(top 10)
 # The level of each source file of lib/: its own header's (the header of
 # its name, or named here), unless its level is named here.
 set(own_header_option-table.c options.h) # the table options.h describes
-set(own_header_os-file.c os.h)
+set(own_header_tcache-all.c tcache.h)
 set(source_level_init.c ${top})
 set(source_level_atfork.c ${top})
 set(source_level_api.c ${top})
@@ -89,11 +95,24 @@ file(GLOB preload_files ${ROOT}/preload/*.c ${ROOT}/preload/*.h)
 only("${preload_files}" "hooks.h" "preload/ sees the core through hooks.h alone")
 file(GLOB mpi_files ${ROOT}/mpi/*.c ${ROOT}/mpi/*.h)
 only("${mpi_files}" "option-reader.h" "mpi/ reads options through option-reader.h alone")
-only("${ROOT}/lib/os.c;${ROOT}/lib/os-file.c;${ROOT}/lib/os.h" "os.h" "the OS layer includes nothing above it")
+file(GLOB os_layer ${ROOT}/lib/os.c ${ROOT}/lib/os-*.c ${ROOT}/lib/os.h ${ROOT}/lib/os-kernel.h)
+only("${os_layer}" "os.h;os-kernel.h" "the OS layer includes nothing above it")
+file(GLOB all_lib ${ROOT}/lib/*.c ${ROOT}/lib/*.h)
+list(REMOVE_ITEM all_lib ${os_layer})
+foreach(file IN LISTS all_lib preload_files mpi_files)
+  lib_includes(${file} found)
+  if("os-kernel.h" IN_LIST found)
+    file(RELATIVE_PATH rel ${ROOT} ${file})
+    list(APPEND problems "${rel} includes \"os-kernel.h\": the OS layer's own header")
+  endif()
+endforeach()
 
 # The lib/ file `file` (level `at`) includes only lower levels, besides its
 # own header `own` and, where it defines what hooks.h declares, hooks.h.
 function(below file at own hooks_ok)
+  if(${ROOT}/lib/${file} IN_LIST os_layer)
+    return() # rule 3 holds the OS layer
+  endif()
   lib_includes(${ROOT}/lib/${file} found)
   foreach(path IN LISTS found)
     get_filename_component(name "${path}" NAME)
@@ -117,6 +136,9 @@ endforeach()
 file(GLOB lib_sources RELATIVE ${ROOT}/lib ${ROOT}/lib/*.c)
 foreach(source IN LISTS lib_sources)
   string(REGEX REPLACE "\\.c$" ".h" own "${source}")
+  if(source MATCHES "^os-.*\\.c$")
+    set(own os.h) # the OS layer's files share its contract
+  endif()
   if(DEFINED own_header_${source})
     set(own ${own_header_${source}})
   endif()
