@@ -89,9 +89,7 @@ bool hp_short_backoff;
 
 /* A refusal has somewhere else to go (shortage.h): a fallback policy, or a
  * caller that serves it elsewhere. */
-static bool backoff_applies(void) {
-  return hp_short_backoff || hp_current_policy() != HUGEPOOL_POLICY_STRICT;
-}
+static bool backoff_applies(void) { return hp_short_backoff || hp_current_policy() != HUGEPOOL_POLICY_STRICT; }
 
 /* Maps a new hugetlb block.  Gives back first what this process caches
  * beyond its share of the node's pool, or all it caches of this page size

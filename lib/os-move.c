@@ -5,71 +5,13 @@
  * (os.h). */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "os.h"
 #include "os-kernel.h"
-
-/* Up to `max` mappings intersecting [lo, hi), clipped to it, in address
- * order, read from /proc/self/maps with no malloc.  -1 if it cannot be read. */
-static int mappings_in(uintptr_t lo, uintptr_t hi, uintptr_t (*out)[2], int max) {
-  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  char buf[4096];
-  size_t have = 0;
-  int n = 0;
-  bool at_line_start = true, done = false, failed = false;
-  while (!done) {
-    ssize_t r = read(fd, buf + have, sizeof(buf) - 1 - have);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) failed = true;
-    if (r <= 0) break;
-    have += (size_t)r;
-    buf[have] = '\0';
-    char *line = buf, *nl;
-    while ((nl = strchr(line, '\n')) != NULL) {
-      *nl = '\0';
-      if (at_line_start) {
-        char *end = NULL;
-        uintptr_t s = (uintptr_t)strtoull(line, &end, 16), e = 0;
-        if (end && *end == '-') e = (uintptr_t)strtoull(end + 1, NULL, 16);
-        if (s >= hi) {
-          done = true; /* the file is sorted by address */
-          break;
-        }
-        if (e > lo && n < max) {
-          out[n][0] = s > lo ? s : lo;
-          out[n][1] = e < hi ? e : hi;
-          n++;
-        }
-        if (n == max) {
-          done = true;
-          break;
-        }
-      }
-      at_line_start = true;
-      line = nl + 1;
-    }
-    if (done) break;
-    /* Keep the unfinished line; a line longer than the buffer is a path
-     * name, of no interest: drop its middle. */
-    size_t rest = have - (size_t)(line - buf);
-    if (rest == sizeof(buf) - 1) {
-      at_line_start = false;
-      rest = 0;
-    }
-    memmove(buf, line, rest);
-    have = rest;
-  }
-  close(fd);
-  return failed ? -1 : n;
-}
+#include "os.h"
 
 /* ---- fault injection for the tests ------------------------------------------
  * Compiled in always, set only through os_inject_faults(), a hidden symbol:
@@ -105,6 +47,7 @@ static bool injected(unsigned op) {
 
 static bool move_range(void *from, size_t size, void *to) {
   if (injected(HP_OS_FAULT_MREMAP)) return false;
+  /* libc: seen by registration hooks (a buffer's pages move away). */
   return mremap(from, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, to) != MAP_FAILED;
 }
 
@@ -136,7 +79,7 @@ typedef struct {
   char *from, *to;
   hp_piece *piece; /* offsets from `from`, in address order */
   size_t n, at;
-  size_t page_size;       /* of the pieces: 0 for 4 KB pages */
+  size_t page_size;        /* of the pieces: 0 for 4 KB pages */
   bool from_lost, to_lost; /* a slot on that side was taken by another mapping */
   size_t from_held_end;    /* from side: vacated slots [0, end) are ours */
   size_t to_held_start;    /* to side: slots [start, size) are ours */
@@ -145,17 +88,18 @@ typedef struct {
 /* Reserves [addr, addr + len) if nothing is mapped there. */
 static bool take_slot(char *addr, size_t len) {
   if (injected(HP_OS_FAULT_MMAP)) return false;
-  void *p = mmap(addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  void *p = sys_mmap(addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
   if (p == MAP_FAILED) return false;
   if (p != addr) { /* a kernel before 4.17 takes the flag for a hint */
-    munmap(p, len);
+    (void)sys_munmap(p, len);
     return false;
   }
   return true;
 }
 
 /* Replaces our mapping at [addr, addr + len) by reserved address space
- * (one call: no window); else unmaps it. */
+ * (one call: no window); else unmaps it.  libc: seen by registration hooks
+ * (a buffer's pages go). */
 static bool release_to_slot(char *addr, size_t len) {
   if (!injected(HP_OS_FAULT_MMAP) &&
       mmap(addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == addr)
@@ -191,10 +135,10 @@ static bool copy_piece(char *src, char *dst, size_t len, size_t page_size) {
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
   void *p = MAP_FAILED;
   if (page_size && !injected(HP_OS_FAULT_MMAP))
-    p = mmap(dst, len, PROT_READ | PROT_WRITE, flags | MAP_HUGETLB | (page_size == HP_1G ? MAP_HUGE_1GB : MAP_HUGE_2MB),
-             -1, 0);
+    p = sys_mmap(dst, len, PROT_READ | PROT_WRITE,
+                 flags | MAP_HUGETLB | (page_size == HP_1G ? MAP_HUGE_1GB : MAP_HUGE_2MB), -1, 0);
   if (p == MAP_FAILED && !injected(HP_OS_FAULT_MMAP)) {
-    p = mmap(dst, len, PROT_READ | PROT_WRITE, flags, -1, 0);
+    p = sys_mmap(dst, len, PROT_READ | PROT_WRITE, flags, -1, 0);
     if (p != MAP_FAILED && page_size)
       os_report("a buffer being moved was partly copied onto 4 KB pages (no hugetlb page left)");
   }
@@ -207,7 +151,7 @@ static bool copy_forward(hp_move *m) {
   uintptr_t off = m->piece[m->at][0], len = m->piece[m->at][1] - off;
   if (!copy_piece(m->from + off, m->to + off, len, m->page_size)) return false;
   if (m->from_lost) {
-    munmap(m->from + off, len);
+    munmap(m->from + off, len); /* libc: seen by registration hooks */
   } else if (!release_to_slot(m->from + off, len)) {
     m->from_lost = true;
     m->from_held_end = off;
@@ -220,7 +164,7 @@ static bool copy_back(hp_move *m) {
   uintptr_t off = m->piece[m->at - 1][0], end = m->piece[m->at - 1][1];
   if (!copy_piece(m->to + off, m->from + off, end - off, m->page_size)) return false;
   if (m->to_lost) {
-    munmap(m->to + off, end - off);
+    munmap(m->to + off, end - off); /* libc: seen by registration hooks */
   } else if (!release_to_slot(m->to + off, end - off)) {
     m->to_lost = true;
     m->to_held_start = end;
@@ -267,7 +211,7 @@ static bool list_pieces(hp_move *m, size_t size, size_t *cap_bytes) {
   m->piece = os_map_sparse(*cap_bytes);
   if (m->piece == NULL) return false;
   uintptr_t lo = (uintptr_t)m->from;
-  int n = mappings_in(lo, lo + size, m->piece, cap > INT32_MAX ? INT32_MAX : (int)cap);
+  int n = os_mappings_in(lo, lo + size, m->piece, cap > INT32_MAX ? INT32_MAX : (int)cap);
   if (n <= 0) {
     errno = n < 0 ? ENOSYS : EFAULT;
     return false;
@@ -302,10 +246,10 @@ int os_move(void *from, size_t size, void *to, size_t page_size) {
   }
   if (m.piece) os_unmap_meta(m.piece, cap_bytes);
   if (at_to) {
-    if (m.from_held_end) munmap(from, m.from_held_end);
+    if (m.from_held_end) munmap(from, m.from_held_end); /* libc: where the buffer was */
     return 0;
   }
-  if (m.to_held_start < size) munmap((char *)to + m.to_held_start, size - m.to_held_start);
+  if (m.to_held_start < size) (void)sys_munmap((char *)to + m.to_held_start, size - m.to_held_start);
   errno = err;
   return -1;
 }

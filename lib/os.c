@@ -43,7 +43,7 @@ void *os_map_huge(size_t size, size_t page_size) {
    * an ENOMEM here and never a SIGBUS at first touch. */
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB;
   flags |= page_size == HP_1G ? MAP_HUGE_1GB : MAP_HUGE_2MB;
-  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, flags, -1, 0);
+  void *p = sys_mmap(NULL, size, PROT_READ | PROT_WRITE, flags, -1, 0);
   return p == MAP_FAILED ? NULL : p;
 }
 
@@ -55,13 +55,13 @@ static char *map_aligned(size_t size, size_t align, int prot, int flags) {
     errno = ENOMEM;
     return NULL;
   }
-  char *raw = mmap(NULL, span, prot, flags, -1, 0);
+  char *raw = sys_mmap(NULL, span, prot, flags, -1, 0);
   if (raw == MAP_FAILED) return NULL;
   char *start = raw + ((align - (uintptr_t)raw % align) % align);
   size_t head = (size_t)(start - raw);
   size_t tail = span - head - size;
-  if (head) munmap(raw, head);
-  if (tail) munmap(start + size, tail);
+  if (head) (void)sys_munmap(raw, head);
+  if (tail) (void)sys_munmap(start + size, tail);
   return start;
 }
 
@@ -71,13 +71,14 @@ void *os_map_anon(size_t size, size_t align, bool want_thp) {
   char *start = map_aligned(size, align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
   if (start == NULL) return NULL;
   /* MADV_NOHUGEPAGE makes the 4 KB fallback honest on THP=always systems. */
-  (void)madvise(start, size, want_thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+  (void)sys_madvise(start, size, want_thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
   return start;
 }
 
 void os_unmap(void *addr, size_t size) {
   /* Always libc's munmap (never a raw syscall): MPI registration caches
-   * (UCX, libfabric) hook it to learn that the range is gone. */
+   * (UCX, libfabric) hook it to learn that the range is gone.  Every block
+   * the core gives back comes here through release_now() (release.c). */
   if (munmap(addr, size) != 0) {
     os_report("munmap(%p, %zu) failed: %s", addr, size, strerror(errno));
   }
@@ -98,27 +99,27 @@ int os_bind_node(void *addr, size_t size, int node) {
 int os_populate(void *addr, size_t size) {
   /* Faults every page in now and reports a shortage as an error (EFAULT /
    * ENOMEM) instead of delivering SIGBUS at the first touch. */
-  return madvise(addr, size, MADV_POPULATE_WRITE);
+  return sys_madvise(addr, size, MADV_POPULATE_WRITE);
 }
 
 void *os_map_meta(size_t size) {
-  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void *p = sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   return p == MAP_FAILED ? NULL : p;
 }
 
 void *os_map_sparse(size_t size) {
   /* MAP_NORESERVE: only the pages touched count against the commit limit. */
-  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void *p = sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   return p == MAP_FAILED ? NULL : p;
 }
 
-void os_unmap_meta(void *addr, size_t size) { munmap(addr, size); }
+void os_unmap_meta(void *addr, size_t size) { (void)sys_munmap(addr, size); }
 
 int os_move_to_small(void *addr, size_t size, size_t page_size) {
   /* Replaces a hugetlb mapping by an anonymous 4 KB one at the same address,
    * carrying over the pages that exist (reading a missing hugetlb page could
    * itself need a pool page). */
-  char *anon = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  char *anon = sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (anon == MAP_FAILED) return -1;
   char *src = addr;
   for (size_t off = 0; off < size; off += page_size) {
@@ -127,11 +128,11 @@ int os_move_to_small(void *addr, size_t size, size_t page_size) {
   }
   if (os_move_mapping(anon, size, addr) != 0) {
     int err = errno;
-    munmap(anon, size);
+    (void)sys_munmap(anon, size);
     errno = err;
     return -1;
   }
-  (void)madvise(addr, size, MADV_NOHUGEPAGE);
+  (void)sys_madvise(addr, size, MADV_NOHUGEPAGE);
   return 0;
 }
 
@@ -145,7 +146,8 @@ void *os_reserve(size_t size, size_t align) {
 
 int os_unmap_to_reserve(void *addr, size_t size) {
   /* One call replaces the mapping: the range is never free for another
-   * thread's mmap to land in. */
+   * thread's mmap to land in.  libc: seen by registration hooks (the
+   * buffer's pages go). */
   void *p = mmap(addr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
   return p == MAP_FAILED ? -1 : 0;
 }

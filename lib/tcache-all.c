@@ -4,10 +4,9 @@
  * the limits change or when a thread exits, and fork.  The one thread's own
  * cache, its fast paths and the registry handshake are tcache.c's. */
 #define _GNU_SOURCE
-#include "tcache.h"
-
 #include "cache.h"
 #include "tcache-entry.h"
+#include "tcache.h"
 
 static bool matches(const tc_entry *e, size_t size, int node, hugepool_kind kind) {
   const hp_block *s = &e->b;

@@ -309,4 +309,3 @@ bool tcache_put_slow(hp_tcache *tc, const hp_block *b, hp_block *victims, size_t
   hp_spin_unlock(&tc->lock);
   return false;
 }
-

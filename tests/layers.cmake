@@ -14,8 +14,17 @@
 #  6. given the core's objects, only api.c's defines or calls a public
 #     hugepool_* function: the public API is the top, and it starts the core
 #     (hp_ensure_init) before anything below runs.
+#  7. given the core's objects, none but the OS layer's (os.c.o, os-*.c.o)
+#     references mmap, munmap, mremap, madvise, mprotect, syscall, ioctl,
+#     open or pread (nm -u): the include lines cannot show a system call
+#     made without a header of lib/, nor one that binds at run time to an
+#     interposer's symbol.  And the OS layer's own objects reference neither
+#     madvise nor mprotect, which the preload exports (preload/protect.c):
+#     inside it they would bind to its own, which calls back into the core
+#     (lib/os-kernel.h); but in a sanitizer build (-DSANITIZE=...), whose
+#     OS layer goes through libc for the sanitizer to see every call.
 # A quoted include naming a file of lib/ counts, with or without a path.
-#   cmake -DROOT=<source dir> [-DNM=nm -DOBJECTS=<a.o|b.o|...>] -P layers.cmake
+#   cmake -DROOT=<source dir> [-DNM=nm -DOBJECTS=<a.o|b.o|...> -DSANITIZE=...] -P layers.cmake
 cmake_minimum_required(VERSION 3.25)
 if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<source dir> -P layers.cmake")
@@ -157,23 +166,41 @@ foreach(source IN LISTS lib_sources)
   below(${source} ${at} ${own} ${hooks_ok})
 endforeach()
 
-# Objects: the public functions are defined and called in api.c alone.
+# Objects: the public functions are defined and called in api.c alone
+# (rule 6), and the system calls are made by the OS layer alone (rule 7).
+set(kernel_calls "mmap|mmap64|munmap|mremap|madvise|mprotect|syscall|ioctl|open|open64|__open_2|__open64_2|pread|pread64")
+string(APPEND kernel_calls "|__pread_chk|__pread64_chk")
 if(OBJECTS)
   string(REPLACE "|" ";" objects "${OBJECTS}")
   foreach(object IN LISTS objects)
     get_filename_component(name "${object}" NAME)
-    if(name MATCHES "^api\\.c\\.o(bj)?$")
-      continue()
-    endif()
     execute_process(COMMAND ${NM} -P ${object} OUTPUT_VARIABLE symbols RESULT_VARIABLE rc)
     if(NOT rc EQUAL 0)
       list(APPEND problems "${NM} -P ${object} failed")
       continue()
     endif()
-    string(REGEX MATCHALL "(^|\n)hugepool_[a-z0-9_]+ [A-Za-z]" used "${symbols}")
+    set(used "")
+    if(NOT name MATCHES "^api\\.c\\.o(bj)?$")
+      string(REGEX MATCHALL "(^|\n)hugepool_[a-z0-9_]+ [A-Za-z]" used "${symbols}")
+    endif()
     foreach(entry IN LISTS used)
       string(STRIP "${entry}" entry)
       list(APPEND problems "lib/${name}: ${entry} (a public function outside api.c)")
+    endforeach()
+    if(name MATCHES "^os(-[a-z]+)?\\.c\\.o(bj)?$")
+      string(REGEX MATCHALL "(^|\n)(madvise|mprotect) U" calls "${symbols}")
+      if(calls AND NOT SANITIZE)
+        string(REGEX REPLACE "\n?([a-z]+) U" "\\1" calls "${calls}")
+        string(REPLACE ";" ", " calls "${calls}")
+        list(APPEND problems "lib/${name} calls ${calls}: the preload's own in libhugepool_preload.so (os-kernel.h)")
+      endif()
+      continue()
+    endif()
+    # Rule 7 (with the names fortification and large-file support give them).
+    string(REGEX MATCHALL "(^|\n)(${kernel_calls}) U" calls "${symbols}")
+    foreach(entry IN LISTS calls)
+      string(REGEX REPLACE "^\n?([^ ]+) U$" "\\1" call "${entry}")
+      list(APPEND problems "lib/${name} calls ${call}: only the OS layer makes system calls on memory and files")
     endforeach()
   endforeach()
 endif()
@@ -184,4 +211,4 @@ if(problems)
 endif()
 list(LENGTH lib_headers n)
 list(LENGTH lib_sources m)
-message(STATUS "layers: ${n} headers and ${m} source files of lib/, preload/, mpi/ and the OS layer keep their include rules")
+message(STATUS "layers: ${n} headers and ${m} source files of lib/, preload/, mpi/ and the OS layer keep their include rules; only the OS layer's objects make system calls")
