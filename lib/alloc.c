@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "embed.h"
 #include "hooks.h"
 #include "live.h"
 #include "registry.h"
@@ -85,11 +86,11 @@ static void *map_fallback(size_t size, int node, bool thp) {
   return p;
 }
 
-bool hp_short_backoff;
-
 /* A refusal has somewhere else to go (shortage.h): a fallback policy, or a
  * caller that serves it elsewhere. */
-static bool backoff_applies(void) { return hp_short_backoff || hp_current_policy() != HUGEPOOL_POLICY_STRICT; }
+static bool backoff_applies(void) {
+  return hp_embedding()->serves_refusals || hp_current_policy() != HUGEPOOL_POLICY_STRICT;
+}
 
 /* Maps a new hugetlb block.  Gives back first what this process caches
  * beyond its share of the node's pool, or all it caches of this page size
@@ -160,7 +161,7 @@ static void *map_new(size_t requested, size_t size, int node, hugepool_kind kind
 
 static void count_failure(void) {
   pthread_mutex_lock(&hp_lock);
-  if (!hp_short_backoff) hp_stats.failures++; /* else served elsewhere: counted there as a fallback */
+  if (!hp_embedding()->serves_refusals) hp_stats.failures++; /* else counted where it is served, as a fallback */
   pthread_mutex_unlock(&hp_lock);
   errno = ENOMEM;
 }
@@ -324,7 +325,7 @@ void live_end_resize(const hp_block *was, const hp_block *now, hp_resize_outcome
   hp_stats.bytes_slack += (b.size - b.requested) - (was->size - was->requested);
   if (outcome == HP_RESIZE_GROWN) hp_stats.realloc_grows++;
   if (outcome == HP_RESIZE_SHRUNK) hp_stats.realloc_shrinks++;
-  if (outcome == HP_RESIZE_FAILED && !hp_short_backoff) hp_stats.failures++;
+  if (outcome == HP_RESIZE_FAILED && !hp_embedding()->serves_refusals) hp_stats.failures++;
   pthread_mutex_unlock(&hp_lock);
 }
 

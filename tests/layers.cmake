@@ -40,6 +40,7 @@ set(level_warn.h 1)
 set(level_launcher.h 1)
 set(level_init.h 1)   # one declaration, defined at the top (init.c)
 set(level_atfork.h 1) # one declaration, defined at the top (atfork.c)
+set(level_embed.h 1)  # declared below its readers, defined in base.c
 set(level_options.h 2)
 set(level_base.h 3)
 set(level_registry.h 4)
