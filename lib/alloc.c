@@ -215,18 +215,6 @@ static void release_one(hp_block *b) {
   release_now(b, 1);
 }
 
-/* Takes the live block at ptr out of the registry (or out of the thread
- * cache that handed it out): 0, EINVAL (not live) or EBUSY (resizing). */
-static int remove_live(const void *ptr, hp_block *b) {
-  for (;;) {
-    int err = registry_remove_idle(ptr, b);
-    if (err != EAGAIN) return err;
-    hp_block copy = *b; /* a thread cache's: ask it */
-    err = tcache_detach(&copy, false, b);
-    if (err != EAGAIN) return err;
-  }
-}
-
 bool alloc_free(void *ptr, bool keep, bool quiet) {
   if (!ptr) return false;
   int saved = errno;
@@ -240,7 +228,7 @@ bool alloc_free(void *ptr, bool keep, bool quiet) {
     errno = saved;
     return true;
   }
-  int busy = remove_live(ptr, &b);
+  int busy = live_take(ptr, &b);
   if (busy == EINVAL && quiet) {
     errno = saved;
     return false;
@@ -298,44 +286,4 @@ bool alloc_free(void *ptr, bool keep, bool quiet) {
   if (headroom) os_unmap((char *)b.addr + b.size, headroom);
   errno = saved;
   return true;
-}
-
-/* ---- live blocks, for realloc.c ---------------------------------------- */
-
-void live_end_resize(const hp_block *was, const hp_block *now, hp_resize_outcome outcome) {
-  hp_block b = *now, old;
-  b.resizing = 0;
-  if (b.addr == was->addr) {
-    live_end_in_place(&b);
-  } else {
-    (void)registry_remove_resized(was->addr, &old);
-    if (registry_insert(&b) != 0) /* the new address's stripe could not grow */
-      hp_warn("hugepool_realloc(%p): no memory to track the moved buffer %p; it is no longer a hugepool buffer",
-              was->addr, b.addr);
-  }
-  split_resized(was->addr, was->size, b.addr, b.size); /* its 4 KB pages, if any, follow */
-  size_t page = hp_page_of((hugepool_kind)b.kind);
-  if (page && b.size != was->size) share_mapped(page, (long long)b.size - (long long)was->size);
-  pthread_mutex_lock(&hp_lock);
-  if (b.size > was->size) stats_mapped(b.size - was->size);
-  if (b.size < was->size) stats_unmapped(was->size - b.size);
-  /* Deltas: the thread caches hold part of these counters (tcache_sum_stats). */
-  hp_stats.bytes_live += b.size - was->size;
-  hp_stats.bytes_requested += b.requested - was->requested;
-  hp_stats.bytes_slack += (b.size - b.requested) - (was->size - was->requested);
-  if (outcome == HP_RESIZE_GROWN) hp_stats.realloc_grows++;
-  if (outcome == HP_RESIZE_SHRUNK) hp_stats.realloc_shrinks++;
-  if (outcome == HP_RESIZE_FAILED && !hp_embedding()->serves_refusals) hp_stats.failures++;
-  pthread_mutex_unlock(&hp_lock);
-}
-
-void live_reclaim(uint32_t kind, size_t bytes) {
-  release_for((hugepool_kind)kind, bytes); /* the shared cache, then the threads' */
-  release_wait();                          /* other threads' lazy releases */
-}
-
-void live_count_copy(void) {
-  pthread_mutex_lock(&hp_lock);
-  hp_stats.realloc_copies++;
-  pthread_mutex_unlock(&hp_lock);
 }

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The allocation path (alloc.c): take from the caches or map, free into
- * them (what leaves goes through release.h), and the live blocks realloc.c
- * resizes.  Not installed.
+ * them (what leaves goes through release.h).  Not installed.
  *
  * Rules: the caller of every function here has started the core (init.h).
  * Lock order: takes hp_lock, then (through the caches) thread-cache and
@@ -42,23 +41,6 @@ HP_INTERNAL void *hp_allocate(size_t bytes, int node, bool *fresh);
  * no live buffer is no error (hp_free_if_live).  false: nothing freed.
  * errno is kept. */
 HP_INTERNAL bool alloc_free(void *ptr, bool keep, bool quiet);
-/* ---- live blocks, for realloc.c (alloc.c) ---------------------------- */
-/* A resize begins with live_begin_resize() (live.h). */
-typedef enum hp_resize_outcome {
-  HP_RESIZE_KEPT,   /* the same pages (requested bytes may differ) */
-  HP_RESIZE_GROWN,  /* pages added, none copied */
-  HP_RESIZE_SHRUNK, /* pages given back */
-  HP_RESIZE_FAILED  /* no change: counted as a failure */
-} hp_resize_outcome;
-/* Ends a resize begun on `was`: the block is now *now (its address may have
- * moved); statistics follow the change. */
-HP_INTERNAL void live_end_resize(const hp_block *was, const hp_block *now, hp_resize_outcome outcome);
-/* Releases cached blocks of `kind` until `bytes` are back in the pool (or
- * the cache holds none), and waits for other threads' releases in flight. */
-HP_INTERNAL void live_reclaim(uint32_t kind, size_t bytes);
-/* Counts a resize done by copying into a new buffer (realloc.c's fallback). */
-HP_INTERNAL void live_count_copy(void);
-
 #ifdef __cplusplus
 }
 #endif
