@@ -4,7 +4,7 @@
  * entry points, option-reader.h), the OS layer for its own system calls,
  * warnings, and the hooks below.  Not installed.
  *
- * The preload links the core's objects (libhugepool.a) into its shared
+ * The preload links the core's objects (libhugepool_internal.a) into its shared
  * object: these hooks are hidden, the preload's own contract with the core.
  * Rules: hp_allocate needs the core started (the preload's constructor
  * starts it, hugepool_get_policy, before its heap maps a chunk); the free
