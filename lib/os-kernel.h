@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -64,8 +65,12 @@ static inline int sys_mprotect(void *addr, size_t len, int prot) { return mprote
 /* syscall() returns -1 with errno for the kernel's -errno (MAP_FAILED for
  * mmap); every argument is passed as a long, as the kernel reads it. */
 static inline void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
-  return (void *)syscall(SYS_mmap, (long)addr, (long)len, (long)prot, (long)flags, (long)fd, (long)off);
+  long r = syscall(SYS_mmap, (long)addr, (long)len, (long)prot, (long)flags, (long)fd, (long)off);
+  void *p; /* the kernel answers with the address as a long: its bytes are the pointer's */
+  memcpy(&p, &r, sizeof(p));
+  return p;
 }
+_Static_assert(sizeof(long) == sizeof(void *), "syscall() answers mmap with a long");
 static inline int sys_munmap(void *addr, size_t len) { return (int)syscall(SYS_munmap, (long)addr, (long)len); }
 static inline int sys_madvise(void *addr, size_t len, int advice) {
   return (int)syscall(SYS_madvise, (long)addr, (long)len, (long)advice);
