@@ -2,7 +2,9 @@
 # The layers of lib/, kept by their include lines (lib/README.md):
 #  1. preload/ includes of lib/ only hooks.h (what the preload sees of the core);
 #  2. mpi/ includes of lib/ only option-reader.h (the preload's option reader);
-#  3. the OS layer (os.c, os-file.c, os.h) includes of lib/ only os.h;
+#  3. the OS layer (os.h, os-kernel.h, os.c and os-*.c) includes of lib/
+#     only os.h and os-kernel.h, and nothing outside it includes
+#     os-kernel.h (the layer's own way to the kernel);
 #  4. a header of lib/ includes only headers of a lower level (the table below);
 #  5. a source file of lib/ includes only headers of a lower level than its
 #     own, besides its own header: nothing below calls up (a call needs a
@@ -12,8 +14,17 @@
 #  6. given the core's objects, only api.c's defines or calls a public
 #     hugepool_* function: the public API is the top, and it starts the core
 #     (hp_ensure_init) before anything below runs.
+#  7. given the core's objects, none but the OS layer's (os.c.o, os-*.c.o)
+#     references mmap, munmap, mremap, madvise, mprotect, syscall, ioctl,
+#     open or pread (nm -u): the include lines cannot show a system call
+#     made without a header of lib/, nor one that binds at run time to an
+#     interposer's symbol.  And the OS layer's own objects reference neither
+#     madvise nor mprotect, which the preload exports (preload/protect.c):
+#     inside it they would bind to its own, which calls back into the core
+#     (lib/os-kernel.h); but in a sanitizer build (-DSANITIZE=...), whose
+#     OS layer goes through libc for the sanitizer to see every call.
 # A quoted include naming a file of lib/ counts, with or without a path.
-#   cmake -DROOT=<source dir> [-DNM=nm -DOBJECTS=<a.o|b.o|...>] -P layers.cmake
+#   cmake -DROOT=<source dir> [-DNM=nm -DOBJECTS=<a.o|b.o|...> -DSANITIZE=...] -P layers.cmake
 cmake_minimum_required(VERSION 3.25)
 if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<source dir> -P layers.cmake")
@@ -21,6 +32,7 @@ endif()
 
 # The level of each header of lib/: a header may include only lower ones.
 set(level_os.h 0)
+set(level_os-kernel.h 0) # the OS layer's own (rule 3)
 set(level_spin.h 0)
 set(level_size.h 0)
 set(level_option-reader.h 0)
@@ -28,13 +40,17 @@ set(level_warn.h 1)
 set(level_launcher.h 1)
 set(level_init.h 1)   # one declaration, defined at the top (init.c)
 set(level_atfork.h 1) # one declaration, defined at the top (atfork.c)
+set(level_embed.h 1)  # declared below its readers, defined in base.c
 set(level_options.h 2)
 set(level_base.h 3)
 set(level_registry.h 4)
 set(level_cache.h 4)
 set(level_share.h 4)
+set(level_shortage.h 4)
+set(level_tcache-entry.h 4) # tcache.c and tcache-all.c alone
 set(level_tcache.h 5)
 set(level_live.h 6)
+set(level_release.h 6)
 set(level_split.h 7)
 set(level_fork.h 8)
 set(level_alloc.h 8)
@@ -47,7 +63,7 @@ set(top 10)
 # The level of each source file of lib/: its own header's (the header of
 # its name, or named here), unless its level is named here.
 set(own_header_option-table.c options.h) # the table options.h describes
-set(own_header_os-file.c os.h)
+set(own_header_tcache-all.c tcache.h)
 set(source_level_init.c ${top})
 set(source_level_atfork.c ${top})
 set(source_level_api.c ${top})
@@ -89,11 +105,24 @@ file(GLOB preload_files ${ROOT}/preload/*.c ${ROOT}/preload/*.h)
 only("${preload_files}" "hooks.h" "preload/ sees the core through hooks.h alone")
 file(GLOB mpi_files ${ROOT}/mpi/*.c ${ROOT}/mpi/*.h)
 only("${mpi_files}" "option-reader.h" "mpi/ reads options through option-reader.h alone")
-only("${ROOT}/lib/os.c;${ROOT}/lib/os-file.c;${ROOT}/lib/os.h" "os.h" "the OS layer includes nothing above it")
+file(GLOB os_layer ${ROOT}/lib/os.c ${ROOT}/lib/os-*.c ${ROOT}/lib/os.h ${ROOT}/lib/os-kernel.h)
+only("${os_layer}" "os.h;os-kernel.h" "the OS layer includes nothing above it")
+file(GLOB all_lib ${ROOT}/lib/*.c ${ROOT}/lib/*.h)
+list(REMOVE_ITEM all_lib ${os_layer})
+foreach(file IN LISTS all_lib preload_files mpi_files)
+  lib_includes(${file} found)
+  if("os-kernel.h" IN_LIST found)
+    file(RELATIVE_PATH rel ${ROOT} ${file})
+    list(APPEND problems "${rel} includes \"os-kernel.h\": the OS layer's own header")
+  endif()
+endforeach()
 
 # The lib/ file `file` (level `at`) includes only lower levels, besides its
 # own header `own` and, where it defines what hooks.h declares, hooks.h.
 function(below file at own hooks_ok)
+  if(${ROOT}/lib/${file} IN_LIST os_layer)
+    return() # rule 3 holds the OS layer
+  endif()
   lib_includes(${ROOT}/lib/${file} found)
   foreach(path IN LISTS found)
     get_filename_component(name "${path}" NAME)
@@ -117,6 +146,9 @@ endforeach()
 file(GLOB lib_sources RELATIVE ${ROOT}/lib ${ROOT}/lib/*.c)
 foreach(source IN LISTS lib_sources)
   string(REGEX REPLACE "\\.c$" ".h" own "${source}")
+  if(source MATCHES "^os-.*\\.c$")
+    set(own os.h) # the OS layer's files share its contract
+  endif()
   if(DEFINED own_header_${source})
     set(own ${own_header_${source}})
   endif()
@@ -135,23 +167,41 @@ foreach(source IN LISTS lib_sources)
   below(${source} ${at} ${own} ${hooks_ok})
 endforeach()
 
-# Objects: the public functions are defined and called in api.c alone.
+# Objects: the public functions are defined and called in api.c alone
+# (rule 6), and the system calls are made by the OS layer alone (rule 7).
+set(kernel_calls "mmap|mmap64|munmap|mremap|madvise|mprotect|syscall|ioctl|open|open64|__open_2|__open64_2|pread|pread64")
+string(APPEND kernel_calls "|__pread_chk|__pread64_chk")
 if(OBJECTS)
   string(REPLACE "|" ";" objects "${OBJECTS}")
   foreach(object IN LISTS objects)
     get_filename_component(name "${object}" NAME)
-    if(name MATCHES "^api\\.c\\.o(bj)?$")
-      continue()
-    endif()
     execute_process(COMMAND ${NM} -P ${object} OUTPUT_VARIABLE symbols RESULT_VARIABLE rc)
     if(NOT rc EQUAL 0)
       list(APPEND problems "${NM} -P ${object} failed")
       continue()
     endif()
-    string(REGEX MATCHALL "(^|\n)hugepool_[a-z0-9_]+ [A-Za-z]" used "${symbols}")
+    set(used "")
+    if(NOT name MATCHES "^api\\.c\\.o(bj)?$")
+      string(REGEX MATCHALL "(^|\n)hugepool_[a-z0-9_]+ [A-Za-z]" used "${symbols}")
+    endif()
     foreach(entry IN LISTS used)
       string(STRIP "${entry}" entry)
       list(APPEND problems "lib/${name}: ${entry} (a public function outside api.c)")
+    endforeach()
+    if(name MATCHES "^os(-[a-z]+)?\\.c\\.o(bj)?$")
+      string(REGEX MATCHALL "(^|\n)(madvise|mprotect) U" calls "${symbols}")
+      if(calls AND NOT SANITIZE)
+        string(REGEX REPLACE "\n?([a-z]+) U" "\\1" calls "${calls}")
+        string(REPLACE ";" ", " calls "${calls}")
+        list(APPEND problems "lib/${name} calls ${calls}: the preload's own in libhugepool_preload.so (os-kernel.h)")
+      endif()
+      continue()
+    endif()
+    # Rule 7 (with the names fortification and large-file support give them).
+    string(REGEX MATCHALL "(^|\n)(${kernel_calls}) U" calls "${symbols}")
+    foreach(entry IN LISTS calls)
+      string(REGEX REPLACE "^\n?([^ ]+) U$" "\\1" call "${entry}")
+      list(APPEND problems "lib/${name} calls ${call}: only the OS layer makes system calls on memory and files")
     endforeach()
   endforeach()
 endif()
@@ -162,4 +212,4 @@ if(problems)
 endif()
 list(LENGTH lib_headers n)
 list(LENGTH lib_sources m)
-message(STATUS "layers: ${n} headers and ${m} source files of lib/, preload/, mpi/ and the OS layer keep their include rules")
+message(STATUS "layers: ${n} headers and ${m} source files of lib/, preload/, mpi/ and the OS layer keep their include rules; only the OS layer's objects make system calls")

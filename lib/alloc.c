@@ -6,128 +6,18 @@
 #include "alloc.h"
 
 #include <errno.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <string.h>
-#include <time.h>
 
 #include "cache.h"
+#include "embed.h"
 #include "hooks.h"
 #include "live.h"
 #include "registry.h"
+#include "release.h"
 #include "share.h"
+#include "shortage.h"
 #include "split.h"
 #include "tcache.h"
-
-/* Bytes chosen for release but not yet unmapped (lazy release runs outside
- * the lock): an ENOMEM retry waits for them to reach the pool. */
-static atomic_size_t releasing;
-
-static size_t page_of(hugepool_kind kind) {
-  return kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : kind == HUGEPOOL_KIND_HUGE_2M ? HP_2M : 0;
-}
-
-/* An empty pool, detected once and re-checked with backoff.
- *
- * A request the pool cannot cover costs a failed mmap and two sysfs reads
- * (25-35 us); a program that keeps asking (the preload's fallback serves
- * it from glibc, which reuses its own memory in ~0.1 us) ran 1.3-1.6x
- * slower than plain (sqlite3, make -j2 with an empty pool).  So after such
- * a failure, requests for any node of that size or larger fail at once
- * until a deadline, 1 ms after the first failure, doubling up to
- * SHORT_MAX_MS while the pool stays short; one real attempt at each
- * deadline.  Smaller requests still try: what the pool has may fit them.  Pages this process
- * unmaps end the wait (they are back in the pool); pages that other
- * processes free or that are reserved meanwhile are seen at the next
- * deadline.  Cached blocks still serve the requests they fit (the caches
- * come first); what waits is the eviction of cached blocks of other sizes
- * to make room.  Only where a refusal has somewhere else to go (a fallback
- * policy, or the preload's glibc: hp_short_backoff): a strict caller is
- * refused only by the pool itself. */
-#define SHORT_MIN_MS 1
-#define SHORT_MAX_MS 64
-
-static _Atomic long long short_until_ns[2]; /* [0] 2 MB, [1] 1 GB pages; 0: not short */
-static _Atomic long long short_wait_ns[2];
-static _Atomic size_t short_size[2]; /* the smallest request refused in this wait */
-
-static long long mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* vDSO: no system call */
-  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-bool hp_short_backoff;
-
-static bool pool_known_short(size_t size, size_t page) {
-  if (!hp_short_backoff && hp_current_policy() == HUGEPOOL_POLICY_STRICT) return false;
-  int i = page == HP_1G;
-  long long until = atomic_load_explicit(&short_until_ns[i], memory_order_relaxed);
-  return until != 0 && size >= atomic_load_explicit(&short_size[i], memory_order_relaxed) && mono_ns() < until;
-}
-
-static void pool_found_short(size_t size, size_t page) {
-  int i = page == HP_1G;
-  size_t was = atomic_load_explicit(&short_size[i], memory_order_relaxed);
-  bool waiting = atomic_load_explicit(&short_until_ns[i], memory_order_relaxed) != 0;
-  atomic_store_explicit(&short_size[i], waiting && was < size ? was : size, memory_order_relaxed);
-  long long wait = atomic_load_explicit(&short_wait_ns[i], memory_order_relaxed);
-  wait = wait == 0                             ? SHORT_MIN_MS * 1000000LL
-         : wait * 2 > SHORT_MAX_MS * 1000000LL ? SHORT_MAX_MS * 1000000LL
-                                               : wait * 2;
-  atomic_store_explicit(&short_wait_ns[i], wait, memory_order_relaxed);
-  atomic_store_explicit(&short_until_ns[i], mono_ns() + wait, memory_order_relaxed);
-}
-
-/* Pages of this size may be back: the next request tries the pool.  A load
- * first: frees call this, and the line is written only when it changes. */
-static void pool_maybe_back(size_t page) {
-  int i = page == HP_1G;
-  if (atomic_load_explicit(&short_until_ns[i], memory_order_relaxed) == 0 &&
-      atomic_load_explicit(&short_wait_ns[i], memory_order_relaxed) == 0)
-    return;
-  atomic_store_explicit(&short_until_ns[i], 0, memory_order_relaxed);
-  atomic_store_explicit(&short_wait_ns[i], 0, memory_order_relaxed);
-}
-
-void release_mark(const hp_block *blocks, size_t n) {
-  size_t bytes = 0;
-  for (size_t i = 0; i < n; i++) bytes += blocks[i].size;
-  atomic_fetch_add(&releasing, bytes);
-}
-
-void release_now(hp_block *blocks, size_t n) {
-  if (n == 0) return;
-  size_t bytes = 0;
-  for (size_t i = 0; i < n; i++) {
-    os_unmap(blocks[i].addr, blocks[i].size);
-    bytes += blocks[i].size;
-    size_t page = page_of((hugepool_kind)blocks[i].kind);
-    if (page) share_mapped(page, -(long long)blocks[i].size);
-    if (page) pool_maybe_back(page);
-  }
-  atomic_fetch_sub(&releasing, bytes);
-  pthread_mutex_lock(&hp_lock);
-  for (size_t i = 0; i < n; i++) stats_unmapped(blocks[i].size);
-  pthread_mutex_unlock(&hp_lock);
-}
-
-void release_forget_in_flight(void) { atomic_store(&releasing, 0); }
-
-size_t release_batches(size_t (*take)(hp_block *out, size_t max, void *arg), void *arg, uint64_t *counter) {
-  size_t total = 0;
-  hp_block batch[HP_BATCH];
-  for (;;) {
-    pthread_mutex_lock(&hp_lock);
-    size_t n = take(batch, HP_BATCH, arg);
-    if (counter) *counter += n;
-    release_mark(batch, n);
-    pthread_mutex_unlock(&hp_lock);
-    if (n == 0) return total;
-    for (size_t i = 0; i < n; i++) total += batch[i].size;
-    release_now(batch, n);
-  }
-}
 
 /* Registers a block as live and counts it; the caller holds hp_lock. */
 static int make_live(hp_block *b, size_t requested, bool hit) {
@@ -171,37 +61,6 @@ static void *take_cached(size_t requested, size_t size, int node, hugepool_kind 
   return NULL;
 }
 
-typedef struct reclaim {
-  hugepool_kind kind;
-  size_t need;
-} reclaim;
-
-/* Oldest blocks of one kind, from the shared cache then the threads'. */
-static size_t take_of_kind(hp_block *out, size_t max, void *arg) {
-  reclaim *r = arg;
-  size_t n = 0;
-  while (n < max && r->need > 0 && cache_evict_kind(r->kind, &out[n])) {
-    r->need = r->need > out[n].size ? r->need - out[n].size : 0;
-    n++;
-  }
-  if (n < max && r->need > 0) n += tcache_drain(r->kind, out + n, max - n, &r->need);
-  return n;
-}
-
-/* Every cached block, the shared cache's then the threads'. */
-static size_t take_any(hp_block *out, size_t max, void *arg) {
-  (void)arg;
-  size_t n = cache_drain(out, max);
-  return n + tcache_drain(HUGEPOOL_KIND_NONE, out + n, max - n, NULL);
-}
-
-size_t release_cached(void) { return release_batches(take_any, NULL, &hp_stats.trims); }
-
-size_t release_for(hugepool_kind kind, size_t need) {
-  reclaim r = {kind, need};
-  return need ? release_batches(take_of_kind, &r, &hp_stats.cache_evictions) : 0;
-}
-
 /* Maps fresh hugetlb memory; with a node, binds and populates it there so a
  * shortage on that node is an error now, not a SIGBUS later. */
 static void *map_huge(size_t size, size_t page, int node) {
@@ -227,6 +86,12 @@ static void *map_fallback(size_t size, int node, bool thp) {
   return p;
 }
 
+/* A refusal has somewhere else to go (shortage.h): a fallback policy, or a
+ * caller that serves it elsewhere. */
+static bool backoff_applies(void) {
+  return hp_embedding()->serves_refusals || hp_current_policy() != HUGEPOOL_POLICY_STRICT;
+}
+
 /* Maps a new hugetlb block.  Gives back first what this process caches
  * beyond its share of the node's pool, or all it caches of this page size
  * when the node's free pool is low (share.c).  On ENOMEM, if the pages
@@ -236,15 +101,15 @@ static void *map_fallback(size_t size, int node, bool thp) {
 static void *map_huge_trying(size_t size, size_t page, int node, hugepool_kind kind);
 
 static void *map_huge_reclaiming(size_t size, size_t page, int node, hugepool_kind kind) {
-  if (node == HUGEPOOL_ANY_NODE && pool_known_short(size, page)) {
+  if (node == HUGEPOOL_ANY_NODE && backoff_applies() && shortage_known(size, page)) {
     errno = ENOMEM;
     return NULL;
   }
   void *p = map_huge_trying(size, page, node, kind);
   if (p) {
-    pool_maybe_back(page);
+    shortage_over(page);
   } else if (errno == ENOMEM && node == HUGEPOOL_ANY_NODE) {
-    pool_found_short(size, page);
+    shortage_found(size, page);
     errno = ENOMEM;
   }
   return p;
@@ -258,7 +123,7 @@ static void *map_huge_trying(size_t size, size_t page, int node, hugepool_kind k
   pthread_mutex_lock(&hp_lock);
   size_t cached = cache_bytes_of_kind(kind) + tcache_bytes_of_kind(kind);
   pthread_mutex_unlock(&hp_lock);
-  size_t in_flight = atomic_load(&releasing);
+  size_t in_flight = release_in_flight();
   long avail = os_pool_available(page, node);
   size_t have = avail > 0 ? (size_t)avail * page : 0;
   if (cached + in_flight + have < size) {
@@ -267,19 +132,15 @@ static void *map_huge_trying(size_t size, size_t page, int node, hugepool_kind k
   }
   size_t shortfall = size > have + in_flight ? size - have - in_flight : 0;
   release_for(kind, shortfall);
-  while (atomic_load(&releasing) > 0) sched_yield(); /* other threads' lazy releases */
+  release_wait(); /* other threads' lazy releases */
   p = map_huge(size, page, node);
   if (!p) errno = ENOMEM;
   return p;
 }
 
-void release_wait(void) {
-  while (atomic_load(&releasing) > 0) sched_yield();
-}
-
 /* Maps a new block of `kind` and registers it. */
 static void *map_new(size_t requested, size_t size, int node, hugepool_kind kind, bool *fresh) {
-  size_t page = page_of(kind);
+  size_t page = hp_page_of(kind);
   void *p = page ? map_huge_reclaiming(size, page, node, kind) : map_fallback(size, node, kind == HUGEPOOL_KIND_THP);
   if (!p) return NULL;
   if (page) share_mapped(page, (long long)size);
@@ -300,7 +161,7 @@ static void *map_new(size_t requested, size_t size, int node, hugepool_kind kind
 
 static void count_failure(void) {
   pthread_mutex_lock(&hp_lock);
-  if (!hp_short_backoff) hp_stats.failures++; /* else served elsewhere: counted there as a fallback */
+  if (!hp_embedding()->serves_refusals) hp_stats.failures++; /* else counted where it is served, as a fallback */
   pthread_mutex_unlock(&hp_lock);
   errno = ENOMEM;
 }
@@ -354,18 +215,6 @@ static void release_one(hp_block *b) {
   release_now(b, 1);
 }
 
-/* Takes the live block at ptr out of the registry (or out of the thread
- * cache that handed it out): 0, EINVAL (not live) or EBUSY (resizing). */
-static int remove_live(const void *ptr, hp_block *b) {
-  for (;;) {
-    int err = registry_remove_idle(ptr, b);
-    if (err != EAGAIN) return err;
-    hp_block copy = *b; /* a thread cache's: ask it */
-    err = tcache_detach(&copy, false, b);
-    if (err != EAGAIN) return err;
-  }
-}
-
 bool alloc_free(void *ptr, bool keep, bool quiet) {
   if (!ptr) return false;
   int saved = errno;
@@ -379,7 +228,7 @@ bool alloc_free(void *ptr, bool keep, bool quiet) {
     errno = saved;
     return true;
   }
-  int busy = remove_live(ptr, &b);
+  int busy = live_take(ptr, &b);
   if (busy == EINVAL && quiet) {
     errno = saved;
     return false;
@@ -392,7 +241,7 @@ bool alloc_free(void *ptr, bool keep, bool quiet) {
   }
   size_t headroom = b.headroom; /* address space realloc.c kept for growth */
   b.headroom = 0;               /* cached blocks (shared or thread caches) have none */
-  size_t page = page_of((hugepool_kind)b.kind);
+  size_t page = hp_page_of((hugepool_kind)b.kind);
   /* A block with pages split to 4 KB (split.c) is unmapped: caches hand out all-hugetlb blocks. */
   bool may_cache = !split_release(b.addr, b.size) && keep && (!page || share_may_cache(page));
   if (tc && tcache_put_fast(tc, &b, may_cache)) {
@@ -437,44 +286,4 @@ bool alloc_free(void *ptr, bool keep, bool quiet) {
   if (headroom) os_unmap((char *)b.addr + b.size, headroom);
   errno = saved;
   return true;
-}
-
-/* ---- live blocks, for realloc.c ---------------------------------------- */
-
-void live_end_resize(const hp_block *was, const hp_block *now, hp_resize_outcome outcome) {
-  hp_block b = *now, old;
-  b.resizing = 0;
-  if (b.addr == was->addr) {
-    live_end_in_place(&b);
-  } else {
-    (void)registry_remove_resized(was->addr, &old);
-    if (registry_insert(&b) != 0) /* the new address's stripe could not grow */
-      hp_warn("hugepool_realloc(%p): no memory to track the moved buffer %p; it is no longer a hugepool buffer",
-              was->addr, b.addr);
-  }
-  split_resized(was->addr, was->size, b.addr, b.size); /* its 4 KB pages, if any, follow */
-  size_t page = page_of((hugepool_kind)b.kind);
-  if (page && b.size != was->size) share_mapped(page, (long long)b.size - (long long)was->size);
-  pthread_mutex_lock(&hp_lock);
-  if (b.size > was->size) stats_mapped(b.size - was->size);
-  if (b.size < was->size) stats_unmapped(was->size - b.size);
-  /* Deltas: the thread caches hold part of these counters (tcache_sum_stats). */
-  hp_stats.bytes_live += b.size - was->size;
-  hp_stats.bytes_requested += b.requested - was->requested;
-  hp_stats.bytes_slack += (b.size - b.requested) - (was->size - was->requested);
-  if (outcome == HP_RESIZE_GROWN) hp_stats.realloc_grows++;
-  if (outcome == HP_RESIZE_SHRUNK) hp_stats.realloc_shrinks++;
-  if (outcome == HP_RESIZE_FAILED && !hp_short_backoff) hp_stats.failures++;
-  pthread_mutex_unlock(&hp_lock);
-}
-
-void live_reclaim(uint32_t kind, size_t bytes) {
-  release_for((hugepool_kind)kind, bytes); /* the shared cache, then the threads' */
-  release_wait();                          /* other threads' lazy releases */
-}
-
-void live_count_copy(void) {
-  pthread_mutex_lock(&hp_lock);
-  hp_stats.realloc_copies++;
-  pthread_mutex_unlock(&hp_lock);
 }

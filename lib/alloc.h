@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The allocation path (alloc.c): take from the caches or map, free into
- * them, release in batches outside the lock, and the live blocks realloc.c
- * resizes.  Not installed.
+ * them (what leaves goes through release.h).  Not installed.
  *
- * Rules: blocks chosen for release are counted under hp_lock and unmapped
- * after it is dropped (lazy release); the caller of every function here
- * has started the core (init.h).  Lock order: takes hp_lock, then (through
- * the caches) thread-cache and registry locks; holds none on return. */
+ * Rules: the caller of every function here has started the core (init.h).
+ * Lock order: takes hp_lock, then (through the caches) thread-cache and
+ * registry locks; holds none on return. */
 #ifndef HUGEPOOL_ALLOC_H
 #define HUGEPOOL_ALLOC_H
 
@@ -43,42 +41,6 @@ HP_INTERNAL void *hp_allocate(size_t bytes, int node, bool *fresh);
  * no live buffer is no error (hp_free_if_live).  false: nothing freed.
  * errno is kept. */
 HP_INTERNAL bool alloc_free(void *ptr, bool keep, bool quiet);
-/* Lazy release: count blocks as being released under hp_lock, then unmap
- * them with release_now() after dropping it. */
-HP_INTERNAL void release_mark(const hp_block *blocks, size_t n);
-HP_INTERNAL void release_now(hp_block *blocks, size_t n);
-/* The one loop every bulk release runs: under hp_lock, take(batch) picks up
- * to HP_BATCH blocks, *counter counts them; then they are unmapped outside
- * the lock; until take() finds none.  Returns the bytes released. */
-HP_INTERNAL size_t release_batches(size_t (*take)(hp_block *out, size_t max, void *arg), void *arg, uint64_t *counter);
-/* Releases cached blocks of `kind`, oldest first, until `need` bytes are on
- * their way back to the pool (or none is left); returns the bytes. */
-HP_INTERNAL size_t release_for(hugepool_kind kind, size_t need);
-/* Releases every cached block, the shared cache's and the threads' (a
- * trim: each block counted in trims); returns the bytes. */
-HP_INTERNAL size_t release_cached(void);
-/* Waits until other threads' lazy releases have reached the pool. */
-HP_INTERNAL void release_wait(void);
-/* fork child: releases in flight in the parent never happen here. */
-HP_INTERNAL void release_forget_in_flight(void);
-
-/* ---- live blocks, for realloc.c (alloc.c) ---------------------------- */
-/* A resize begins with live_begin_resize() (live.h). */
-typedef enum hp_resize_outcome {
-  HP_RESIZE_KEPT,   /* the same pages (requested bytes may differ) */
-  HP_RESIZE_GROWN,  /* pages added, none copied */
-  HP_RESIZE_SHRUNK, /* pages given back */
-  HP_RESIZE_FAILED  /* no change: counted as a failure */
-} hp_resize_outcome;
-/* Ends a resize begun on `was`: the block is now *now (its address may have
- * moved); statistics follow the change. */
-HP_INTERNAL void live_end_resize(const hp_block *was, const hp_block *now, hp_resize_outcome outcome);
-/* Releases cached blocks of `kind` until `bytes` are back in the pool (or
- * the cache holds none), and waits for other threads' releases in flight. */
-HP_INTERNAL void live_reclaim(uint32_t kind, size_t bytes);
-/* Counts a resize done by copying into a new buffer (realloc.c's fallback). */
-HP_INTERNAL void live_count_copy(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -15,8 +15,10 @@
 #include "cache.h"
 #include "hooks.h"
 #include "init.h"
+#include "live.h"
 #include "realloc.h"
 #include "registry.h"
+#include "release.h"
 #include "segment.h"
 #include "stats.h"
 #include "tcache.h"
@@ -68,33 +70,19 @@ void *hugepool_realloc(void *ptr, size_t bytes) {
   return realloc_resize(ptr, bytes);
 }
 
-/* The live block at ptr: this thread's own handed-out blocks first (no
- * shared lock), then the registry, asking a thread cache about its entries. */
-static const hp_block *find_live(const void *ptr, hp_block *copy) {
-  hp_tcache *tc = tcache_self_if_any();
-  if (tc && tcache_find_own(tc, ptr, copy)) return copy;
-  for (;;) {
-    if (!registry_find(ptr, copy)) return NULL;
-    if (!copy->tc) return copy;
-    hp_block marked = *copy;
-    int rc = tcache_lookup(&marked, copy);
-    if (rc >= 0) return rc ? copy : NULL;
-  }
-}
-
 size_t hugepool_usable_size(const void *ptr) {
   hp_block b;
-  return find_live(ptr, &b) ? b.size : 0;
+  return live_find(ptr, &b) ? b.size : 0;
 }
 
 int hugepool_owns(const void *ptr) {
   hp_block b;
-  return find_live(ptr, &b) != NULL;
+  return live_find(ptr, &b);
 }
 
 hugepool_kind hugepool_kind_of(const void *ptr) {
   hp_block b;
-  return find_live(ptr, &b) ? (hugepool_kind)b.kind : HUGEPOOL_KIND_NONE;
+  return live_find(ptr, &b) ? (hugepool_kind)b.kind : HUGEPOOL_KIND_NONE;
 }
 
 size_t hugepool_trim(void) {

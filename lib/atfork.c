@@ -8,10 +8,10 @@
 
 #include <pthread.h>
 
-#include "alloc.h"
 #include "cache.h"
 #include "fork.h"
 #include "registry.h"
+#include "release.h"
 #include "share.h"
 #include "tcache.h"
 

@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The bottom of the core, above the OS layer alone (base.h, warn.h): the
  * lock and the counters it guards, the settings the public API changes at
- * run time, warnings and the shortage lines.  It calls nothing of lib/ but
- * the OS layer; every other file may call it. */
+ * run time, warnings, the embedder (embed.h) and the shortage lines.  It
+ * calls nothing of lib/ but the OS layer; every other file may call it. */
 #define _GNU_SOURCE
 #include "base.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "embed.h"
 #include "hooks.h"
 
 pthread_mutex_t hp_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -62,25 +64,46 @@ void hp_warn(const char *fmt, ...) {
   os_write_stderr(line, len);
 }
 
+/* ---- the embedder (embed.h) ----------------------------------------------- */
+
+static const hp_embedder library_alone; /* all zero: the library's own behaviour */
+static const hp_embedder *_Atomic embedding;
+
+int hp_embed(const hp_embedder *embedder) {
+  const hp_embedder *none = NULL;
+  if (!embedder) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (!atomic_compare_exchange_strong_explicit(&embedding, &none, embedder, memory_order_release,
+                                               memory_order_relaxed)) {
+    errno = EBUSY; /* said once, read as said */
+    return -1;
+  }
+  return 0;
+}
+
+const hp_embedder *hp_embedding(void) {
+  const hp_embedder *e = atomic_load_explicit(&embedding, memory_order_acquire);
+  return e ? e : &library_alone;
+}
+
 /* ---- shortage lines ------------------------------------------------------- */
 
 static atomic_uint hp_shortage_reports;
-static atomic_bool hp_shortage_quiet;
-
-void hp_quiet_shortage(bool quiet) { atomic_store(&hp_shortage_quiet, quiet); }
-
-const char *hp_shortage_advice;
 
 /* One line per process and page size: the first shortage, with what to do
  * about it.  Later ones are counted (failures), not reported, so a rank that
  * is refused twice does not print the same advice twice. */
 void hp_report_shortage(size_t size, size_t page, int node) {
-  if (atomic_load_explicit(&hp_shortage_quiet, memory_order_relaxed)) return;
+  const hp_embedder *embedder = hp_embedding();
+  if (embedder->quiet_shortage) return;
   unsigned bit = page == HP_1G ? 2U : 1U;
   if (atomic_fetch_or(&hp_shortage_reports, bit) & bit) return;
   char pool[400];
   hp_describe_shortage(pool, sizeof(pool), size, page, node);
-  const char *advice = hp_shortage_advice ? hp_shortage_advice : "allow a fallback with HUGEPOOL_POLICY=thp|small";
+  const char *advice =
+      embedder->shortage_advice ? embedder->shortage_advice : "allow a fallback with HUGEPOOL_POLICY=thp|small";
   hp_warn(
       "cannot map %zu MiB on %s; or %s. A job: 'hugepool doctor --need SIZE --ranks N' (MPI: UCX takes 3 pages "
       "per rank too). Reported once; every refused request is counted in the statistics",

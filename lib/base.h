@@ -45,6 +45,11 @@ typedef struct hp_block {
                         (cached or handed out from it; tcache.c), or NULL */
 } hp_block;
 
+/* The page size of a block's kind: 0 for the fallbacks (THP, 4 KB). */
+static inline size_t hp_page_of(hugepool_kind kind) {
+  return kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : kind == HUGEPOOL_KIND_HUGE_2M ? HP_2M : 0;
+}
+
 /* Releases happen in batches outside the lock; this is one batch. */
 #define HP_BATCH 64
 

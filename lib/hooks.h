@@ -4,7 +4,7 @@
  * entry points, option-reader.h), the OS layer for its own system calls,
  * warnings, and the hooks below.  Not installed.
  *
- * The preload links the core's objects (libhugepool.a) into its shared
+ * The preload links the core's objects (libhugepool_internal.a) into its shared
  * object: these hooks are hidden, the preload's own contract with the core.
  * Rules: hp_allocate needs the core started (the preload's constructor
  * starts it, hugepool_get_policy, before its heap maps a chunk); the free
@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "embed.h"
 #include "hugepool/hugepool.h"
 #include "option-reader.h"
 #include "options.h"
@@ -38,33 +39,12 @@ HP_INTERNAL void hp_free_to_pool(void *ptr);
  * nothing (false, no warning): one lookup where hugepool_owns() and then
  * hugepool_free() make two (the preload's free of a 2 MB-aligned pointer). */
 HP_INTERNAL bool hp_free_if_live(void *ptr);
-/* Silences the core's pool-shortage messages (the preload prints its own). */
-HP_INTERNAL void hp_quiet_shortage(bool quiet);
-/* What the shortage line offers instead of a bigger pool (NULL: the
- * library's HUGEPOOL_POLICY=thp|small); the preload names its own fallback. */
-extern HP_INTERNAL const char *hp_shortage_advice;
+/* What the preload tells the core, once: hp_embed() (embed.h, included above). */
+
 /* "2 MB hugetlb pages: need N pages, F free of T; as root: echo N > ...
  * (or: hugepool-reserve N)" for a request of `size` bytes: the part of a
  * shortage line that the core's and the preload's messages share. */
 HP_INTERNAL void hp_describe_shortage(char *buf, size_t len, size_t size, size_t page, int node);
-/* Extra counters appended to every statistics report (NULL: none). */
-typedef struct hp_extra_stat {
-  const char *key;   /* JSON key */
-  const char *label; /* text label */
-  unsigned long long value;
-  /* HP_EXTRA_BYTES: a size (human units in text); HP_EXTRA_ACTIVITY: non-zero means hugepool was asked */
-  unsigned flags;
-} hp_extra_stat;
-enum { HP_EXTRA_BYTES = 1, HP_EXTRA_ACTIVITY = 2 };
-extern HP_INTERNAL size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);
-/* The policy the statistics name (NULL: the core's); the preload's default
- * is "fallback" (to glibc), which the core does not know. */
-extern HP_INTERNAL const char *hp_stats_policy_label;
-/* Set by a caller that serves refused requests elsewhere (the preload's
- * fallback to glibc): after a refusal the pool is retried with backoff
- * (alloc.c).  The core does so by itself only under a fallback policy: a
- * strict caller that grows the pool and asks again must see the pages. */
-extern HP_INTERNAL bool hp_short_backoff;
 /* 4 KB granularity inside 2 MB pages (split.c), for the preload's mprotect
  * and madvise (preload/protect.c): see split.h. */
 /* Does [addr, addr + len) begin or end inside a live buffer on 2 MB hugetlb

@@ -8,11 +8,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "alloc.h"
 #include "atfork.h"
 #include "cache.h"
 #include "launcher.h"
 #include "options.h"
+#include "release.h"
 #include "share.h"
 #include "stats.h"
 #include "tcache.h"

@@ -16,6 +16,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "os-kernel.h"
 #include "os.h"
 
 /* ---- node-shared segments: hugetlb files other processes can map ------- */
@@ -65,7 +66,7 @@ int os_huge_file_size(int fd, size_t size) {
 void *os_map_shared(int fd, size_t size) {
   /* No MAP_NORESERVE: mapping a hugetlb file reserves its pages for the
    * file (once, whoever maps it later), so a shortage is ENOMEM here. */
-  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void *p = sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   return p == MAP_FAILED ? NULL : p;
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The OS contract: the bottom of lib/ (os.c, os-file.c).  Not installed.
+/* The OS contract: the bottom of lib/ (os.c and os-*.c).  Not installed.
  *
  * What it owns: every system call hugepool makes on memory and files.  Its
  * rules: it includes no other header of lib/ and calls nothing above it;
@@ -27,10 +27,13 @@ extern "C" {
 #define HP_2M ((size_t)2 << 20)
 #define HP_1G ((size_t)1 << 30)
 
-/* ---- OS layer (os.c): the only file that makes system calls ----------
- * Memory (mmap, munmap, madvise, mbind, mremap), files (sysfs, /proc, the
- * statistics file, stderr) and the fork handshake's pipe go through these
- * functions; no other file of lib/ or preload/ makes those calls.
+/* ---- OS layer (os.c, os-*.c): the only files that make system calls ----
+ * Memory (mmap, munmap, madvise, mprotect, mbind, mremap, userfaultfd),
+ * files (sysfs, /proc, the statistics file, stderr) and the fork
+ * handshake's pipe go through these functions; no other file of lib/ or
+ * preload/ makes those calls (lint/layers checks the objects).  Calls on
+ * memory reach the kernel past any interposer, but for the releases that
+ * registration caches must see (os-kernel.h says which, and why).
  * The contract, for every function below:
  *   - a pointer result is NULL on failure, an int / ssize_t / long result
  *     is -1; either way errno is the failing call's (EINVAL for a file whose
@@ -62,6 +65,14 @@ HP_INTERNAL int os_unmap_to_reserve(void *addr, size_t size);
 HP_INTERNAL int os_move(void *from, size_t size, void *to, size_t page_size);
 /* As os_move() for a range inside one mapping (one mremap call). */
 HP_INTERNAL int os_move_mapping(void *from, size_t size, void *to);
+/* Replaces the 2 MB hugetlb page at `page` (2 MB aligned, of a live
+ * buffer) by 4 KB pages at the same address with the same contents and
+ * protection; its hugetlb page goes back to the pool (os-split.c).
+ * others_may_write: other threads may write to the page meanwhile, so it is
+ * write-protected through a userfaultfd while it is copied; where that is
+ * not possible and another thread could write, nothing is done: -1 with
+ * ENOMEM (reported once).  0, or -1 with errno and the page as it was. */
+HP_INTERNAL int os_split_huge_page(void *page, bool others_may_write);
 /* Test hook (fault injection): from now on, counting from 1 the OS layer's
  * mremap calls (HP_OS_FAULT_MREMAP) and the mmap calls a move makes
  * (HP_OS_FAULT_MMAP), as `ops` selects, call first + i fails with errno

@@ -29,9 +29,10 @@
  *     buffer is untouched; with policy thp or small the contents are copied
  *     into a new (fallback) buffer, as the policy allows for any allocation.
  *
- * The core is reached through live_begin_resize() (live.h) and
- * live_end_resize() (the registry of live blocks and the statistics),
- * live_reclaim() (the cache), hp_allocate() and alloc_free() (alloc.h), and
+ * The core is reached through live_begin_resize() and live_end_resize()
+ * (live.h: the registry of live blocks), release.h (the caches' pages, when
+ * the pool is short), split.h and share.h (what follows the block), the
+ * statistics under hp_lock, hp_allocate() and alloc_free() (alloc.h), and
  * the OS layer for every system call.  The caller has started the core. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,7 +42,11 @@
 #include "realloc.h"
 
 #include "alloc.h"
+#include "embed.h"
 #include "live.h"
+#include "release.h"
+#include "share.h"
+#include "split.h"
 
 #define HP_HEADROOM_MIN ((size_t)64 << 20)
 
@@ -62,6 +67,51 @@ static void init_once(void) {
    * resize in flight can still take the core's lock to finish while fork()
    * waits for it. */
   pthread_atfork(resizes_fork_prepare, resizes_fork_done, resizes_fork_done);
+}
+
+/* ---- what a resize changes besides the mapping ---------------------------- */
+
+typedef enum hp_resize_outcome {
+  HP_RESIZE_KEPT,   /* the same pages (requested bytes may differ) */
+  HP_RESIZE_GROWN,  /* pages added, none copied */
+  HP_RESIZE_SHRUNK, /* pages given back */
+  HP_RESIZE_FAILED  /* no change: counted as a failure */
+} hp_resize_outcome;
+
+/* Ends a resize begun on `was`: the block is now *now (its address may have
+ * moved); its split pages, the process's share of the pool and the
+ * statistics follow the change. */
+static void end_resize(const hp_block *was, const hp_block *now, hp_resize_outcome outcome) {
+  hp_block b = *now;
+  live_end_resize(was, &b);
+  split_resized(was->addr, was->size, b.addr, b.size); /* its 4 KB pages, if any, follow */
+  size_t page = hp_page_of((hugepool_kind)b.kind);
+  if (page && b.size != was->size) share_mapped(page, (long long)b.size - (long long)was->size);
+  pthread_mutex_lock(&hp_lock);
+  if (b.size > was->size) stats_mapped(b.size - was->size);
+  if (b.size < was->size) stats_unmapped(was->size - b.size);
+  /* Deltas: the thread caches hold part of these counters (tcache_sum_stats). */
+  hp_stats.bytes_live += b.size - was->size;
+  hp_stats.bytes_requested += b.requested - was->requested;
+  hp_stats.bytes_slack += (b.size - b.requested) - (was->size - was->requested);
+  if (outcome == HP_RESIZE_GROWN) hp_stats.realloc_grows++;
+  if (outcome == HP_RESIZE_SHRUNK) hp_stats.realloc_shrinks++;
+  if (outcome == HP_RESIZE_FAILED && !hp_embedding()->serves_refusals) hp_stats.failures++;
+  pthread_mutex_unlock(&hp_lock);
+}
+
+/* Releases cached blocks of `kind` until `bytes` are back in the pool (or
+ * the caches hold none), and waits for other threads' releases in flight. */
+static void reclaim(uint32_t kind, size_t bytes) {
+  release_for((hugepool_kind)kind, bytes); /* the shared cache, then the threads' */
+  release_wait();                          /* other threads' lazy releases */
+}
+
+/* Counts a resize done by copying into a new buffer (the fallback). */
+static void count_copy(void) {
+  pthread_mutex_lock(&hp_lock);
+  hp_stats.realloc_copies++;
+  pthread_mutex_unlock(&hp_lock);
 }
 
 static bool is_huge(uint32_t kind) { return kind == HUGEPOOL_KIND_HUGE_2M || kind == HUGEPOOL_KIND_HUGE_1G; }
@@ -110,7 +160,7 @@ static int grow(hp_block *b, size_t new_size) {
   size_t added = new_size - b->size;
   void *fresh = map_like(added, b);
   if (!fresh && errno == ENOMEM && is_huge(b->kind)) {
-    live_reclaim(b->kind, added); /* cached pages can make up the shortfall */
+    reclaim(b->kind, added); /* cached pages can make up the shortfall */
     fresh = map_like(added, b);
   }
   if (!fresh) {
@@ -175,7 +225,7 @@ static void *grow_by_copy(void *ptr, size_t old_size, size_t bytes) {
   void *to = hp_allocate(bytes, HUGEPOOL_ANY_NODE, &fresh);
   if (!to) return NULL;
   memcpy(to, ptr, old_size < bytes ? old_size : bytes);
-  live_count_copy();
+  count_copy();
   (void)alloc_free(ptr, true, false);
   return to;
 }
@@ -220,7 +270,7 @@ void *realloc_resize(void *ptr, size_t bytes) {
   }
   if (!err) now.requested = bytes;
   bool copy = err == ENOMEM && is_huge(was.kind) && hp_current_policy() != HUGEPOOL_POLICY_STRICT;
-  live_end_resize(&was, &now, copy ? HP_RESIZE_KEPT : outcome);
+  end_resize(&was, &now, copy ? HP_RESIZE_KEPT : outcome);
   pthread_rwlock_unlock(&resize_lock);
   if (copy) return grow_by_copy(ptr, was.size, bytes);
   errno = err ? err : saved;

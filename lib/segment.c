@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "alloc.h" /* release_cached */
+#include "release.h" /* release_cached */
 
 static size_t round_up_pages(size_t bytes, size_t page) {
   size_t r = (bytes + page - 1) & ~(page - 1);

@@ -46,21 +46,15 @@
  * 5. One mutex serialises splits and the table; it is taken before any
  *    registry or thread-cache lock, never after (fork's child uses the table
  *    alone, with a fresh mutex).
- * 6. mprotect here is the system call, never the preload's own mprotect. */
+ * 6. The kernel's part of rules 2 and 3 (the maps, the copy, the
+ *    userfaultfd, mprotect and mremap) is the OS layer's (os-split.c), whose
+ *    calls reach the kernel past the preload's own mprotect and madvise. */
 #define _GNU_SOURCE
 #include "split.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <linux/userfaultfd.h>
-#include <signal.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "hooks.h"
 #include "live.h"
@@ -72,15 +66,6 @@ static size_t n_split, cap_split;
 static atomic_size_t n_split_now; /* read without the lock: 0 = nothing to look at */
 static _Atomic uint64_t n_split_total;
 static atomic_bool warned;
-static atomic_bool warned_refused;
-static atomic_bool uffd_user_only; /* a full userfaultfd was refused (EPERM): not asked again */
-
-#ifndef UFFD_USER_MODE_ONLY
-#define UFFD_USER_MODE_ONLY 1
-#endif
-#ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
-#define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)
-#endif
 
 static bool is_split(uintptr_t page) {
   for (size_t i = 0; i < n_split; i++)
@@ -141,173 +126,6 @@ static bool block_at(const void *addr, hp_block *out) {
   return false;
 }
 
-/* The protection of the mapping holding addr, from /proc/self/maps; -1 if
- * it cannot be read. */
-static int prot_at(uintptr_t addr) {
-  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  char buf[4096];
-  size_t have = 0;
-  int prot = -1;
-  for (;;) {
-    ssize_t r = read(fd, buf + have, sizeof(buf) - 1 - have);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    have += (size_t)r;
-    buf[have] = '\0';
-    char *line = buf, *nl;
-    while ((nl = strchr(line, '\n')) != NULL) {
-      char *end = NULL;
-      uintptr_t s = (uintptr_t)strtoull(line, &end, 16), e = 0;
-      if (end && *end == '-') e = (uintptr_t)strtoull(end + 1, &end, 16);
-      if (end && *end == ' ' && s <= addr && addr < e) {
-        prot = (end[1] == 'r' ? PROT_READ : 0) | (end[2] == 'w' ? PROT_WRITE : 0) | (end[3] == 'x' ? PROT_EXEC : 0);
-        close(fd);
-        return prot;
-      }
-      line = nl + 1;
-    }
-    size_t rest = have - (size_t)(line - buf);
-    if (rest == sizeof(buf) - 1) rest = 0; /* a path longer than the buffer: not a start of line */
-    memmove(buf, line, rest);
-    have = rest;
-  }
-  close(fd);
-  return prot;
-}
-
-static int copy_unreadable(void *dst, uintptr_t src) {
-  int fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  size_t done = 0;
-  while (done < HP_2M) {
-    ssize_t n = pread(fd, (char *)dst + done, HP_2M - done, (off_t)(src + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = n < 0 ? errno : EIO;
-      close(fd);
-      errno = err;
-      return -1;
-    }
-    done += (size_t)n;
-  }
-  close(fd);
-  return 0;
-}
-
-/* Rule 3: [page, page + 2 MB) write-protected; returns the descriptor to
- * hand to write_release, or -1 with errno. */
-static int write_protect(char *page) {
-#ifdef SYS_userfaultfd
-  int fd = -1;
-  if (!atomic_load_explicit(&uffd_user_only, memory_order_relaxed)) {
-    fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0 && errno == EPERM) atomic_store_explicit(&uffd_user_only, true, memory_order_relaxed);
-  }
-  if (fd < 0) fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
-  if (fd < 0) return -1;
-  struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_WP_HUGETLBFS_SHMEM};
-  struct uffdio_register reg = {.range = {.start = (uintptr_t)page, .len = HP_2M}, .mode = UFFDIO_REGISTER_MODE_WP};
-  struct uffdio_writeprotect wp = {.range = {.start = (uintptr_t)page, .len = HP_2M},
-                                   .mode = UFFDIO_WRITEPROTECT_MODE_WP};
-  if (ioctl(fd, UFFDIO_API, &api) == 0 && ioctl(fd, UFFDIO_REGISTER, &reg) == 0 &&
-      ioctl(fd, UFFDIO_WRITEPROTECT, &wp) == 0)
-    return fd;
-  int err = errno;
-  close(fd); /* unregisters the range, if it got that far */
-  errno = err;
-  return -1;
-#else
-  (void)page;
-  errno = ENOSYS;
-  return -1;
-#endif
-}
-
-/* Wakes the writers that wait; they retry where the page now is: on the
- * 4 KB pages, or (a failed split) on the hugetlb page, unprotected and
- * unregistered again.  Explicitly, not by the close alone: a child forked
- * meanwhile holds the descriptor too, and the close would release nothing
- * (the writers would wait for that child to exit or exec). */
-static void write_release(int fd, char *page, bool split_done) {
-  if (fd < 0) return;
-  struct uffdio_range range = {.start = (uintptr_t)page, .len = HP_2M};
-  if (split_done) {
-    (void)ioctl(fd, UFFDIO_WAKE, &range);
-  } else {
-    struct uffdio_writeprotect un = {.range = range, .mode = 0};
-    (void)ioctl(fd, UFFDIO_WRITEPROTECT, &un);
-    (void)ioctl(fd, UFFDIO_UNREGISTER, &range);
-  }
-  close(fd);
-}
-
-/* Is the caller the process's only thread (from /proc/self/status)? */
-static bool only_thread(void) {
-  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[4096];
-  size_t have = 0;
-  for (;;) {
-    ssize_t r = read(fd, buf + have, sizeof(buf) - 1 - have);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    have += (size_t)r;
-    if (have == sizeof(buf) - 1) break;
-  }
-  close(fd);
-  buf[have] = '\0';
-  const char *t = strstr(buf, "\nThreads:");
-  return t && strtol(t + 9, NULL, 10) == 1;
-}
-
-static void warn_refused(const char *page, int err) {
-  if (atomic_exchange(&warned_refused, true)) return;
-  hp_warn(
-      "cannot move the 2 MB page at %p to 4 KB pages without risking other threads' writes: no userfaultfd "
-      "write protection here (%s); the mprotect/madvise call fails with ENOMEM (printed once)",
-      (const void *)page, strerror(err));
-}
-
-/* The OS part: the 2 MB hugetlb page at `page` becomes 4 KB pages.  With
- * others_may_write false (fork's child, its only thread) nothing is
- * protected. */
-static int move_page_to_small(char *page, bool others_may_write) {
-  int prot = prot_at((uintptr_t)page);
-  if (prot < 0) return -1;
-  char *anon = mmap(NULL, HP_2M, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (anon == MAP_FAILED) return -1;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = 0, fd = others_may_write ? write_protect(page) : -1;
-  int why = errno;
-  if (fd < 0 && others_may_write && (prot & PROT_WRITE) && !only_thread()) {
-    warn_refused(page, why);
-    errno = ENOMEM;
-    rc = -1;
-  }
-  unsigned char present = 0; /* looked at once protected: a first write now waits too */
-  if (rc == 0 && mincore(page, 4096, &present) == 0 && (present & 1)) { /* a missing page reads as zero */
-    if (prot & PROT_READ)
-      memcpy(anon, page, HP_2M);
-    else
-      rc = copy_unreadable(anon, (uintptr_t)page);
-  }
-  if (rc == 0 && prot != (PROT_READ | PROT_WRITE)) rc = (int)syscall(SYS_mprotect, anon, HP_2M, prot);
-  if (rc == 0 && mremap(anon, HP_2M, HP_2M, MREMAP_MAYMOVE | MREMAP_FIXED, page) == MAP_FAILED) rc = -1;
-  int err = errno;
-  write_release(fd, page, rc == 0);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc != 0) {
-    munmap(anon, HP_2M);
-    errno = err;
-    return -1;
-  }
-  atomic_fetch_add_explicit(&n_split_total, 1, memory_order_relaxed);
-  return 0;
-}
-
 static void warn_once(const char *page, const hp_block *b) {
   if (atomic_exchange(&warned, true)) return;
   hp_warn(
@@ -315,6 +133,13 @@ static void warn_once(const char *page, const hp_block *b) {
       "moved to 4 KB pages, as can others later (each is counted in the statistics; this line is printed "
       "once)",
       b->size >> 20, b->addr, (const void *)page);
+}
+
+/* The kernel's part (os-split.c), counted. */
+static int move_page_to_small(char *page, bool others_may_write) {
+  if (os_split_huge_page(page, others_may_write) != 0) return -1;
+  atomic_fetch_add_explicit(&n_split_total, 1, memory_order_relaxed);
+  return 0;
 }
 
 /* One cut page; split_lock held. */

@@ -17,13 +17,12 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "embed.h"
 #include "hooks.h"
 #include "launcher.h"
 #include "options.h"
 #include "tcache.h"
 
-size_t (*hp_stats_extra)(hp_extra_stat *out, size_t max);
-const char *hp_stats_policy_label;
 
 /* One row per counter: the text and the JSON output come from this table.
  * Counters whose name has "bytes" in it are sizes: bytes in JSON, KiB, MiB,
@@ -147,10 +146,11 @@ int stats_snprint(char *buf, size_t len, hugepool_stats_format format) {
   sink s = {buf, len, 0};
   if (len) buf[0] = '\0';
   hp_extra_stat extra[16];
-  size_t n_extra = hp_stats_extra ? hp_stats_extra(extra, sizeof(extra) / sizeof(extra[0])) : 0;
+  const hp_embedder *embedder = hp_embedding();
+  size_t n_extra = embedder->extra_stats ? embedder->extra_stats(extra, sizeof(extra) / sizeof(extra[0])) : 0;
   /* One policy, as the user chose it: the preload's default is its own
    * fallback to glibc (the core underneath runs strict and quiet). */
-  const char *policy = hp_stats_policy_label ? hp_stats_policy_label : hp_policy_name(hp_current_policy());
+  const char *policy = embedder->policy_label ? embedder->policy_label : hp_policy_name(hp_current_policy());
   long rank = mpi_rank(), lrank = -1;
   char host[64], job[64];
   record_ids(host, job, &lrank);
@@ -252,7 +252,8 @@ void stats_print_at_exit(void) {
   stats_snapshot(&st);
   bool asked = st.allocs != 0 || st.failures != 0;
   hp_extra_stat extra[16];
-  size_t n_extra = hp_stats_extra && !asked ? hp_stats_extra(extra, sizeof(extra) / sizeof(extra[0])) : 0;
+  size_t (*extra_stats)(hp_extra_stat *, size_t) = hp_embedding()->extra_stats;
+  size_t n_extra = extra_stats && !asked ? extra_stats(extra, sizeof(extra) / sizeof(extra[0])) : 0;
   for (size_t i = 0; i < n_extra; i++) asked = asked || ((extra[i].flags & HP_EXTRA_ACTIVITY) && extra[i].value);
   if (!asked) return;
   char text[4096];

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Thread caches: each thread keeps its last few freed blocks.
+/* Thread tcache_list: each thread keeps its last few freed blocks.
  *
  * Why: with one lock for everything, two threads each reusing their own
  * buffer queue on that lock and pass its cache line back and forth at every
@@ -21,12 +21,12 @@
  * limits (cache_lease) for one block, whether the block is there or handed
  * out, so a thread that frees what it allocated refills the entry without
  * asking the shared cache.  Leases are taken and given back under hp_lock
- * only (slow paths), which also guards the list of caches and their owner.
+ * only (slow paths), which also guards the list of tcache_list and their owner.
  *
  * Lock order: hp_lock, then any number of thread-cache locks (only a holder
  * of hp_lock takes more than one); the fast paths take their own thread's
  * lock alone.  Another thread takes a cache's lock to steal a block, to
- * drain it (trim, reclaim, fork) or to read its counters. */
+ * drain it (trim, reclaim, fork) or to read its counters (tcache-all.c). */
 #define _GNU_SOURCE
 #include "tcache.h"
 
@@ -37,31 +37,11 @@
 #include "cache.h"
 #include "registry.h"
 #include "share.h"
-#include "spin.h"
-
-#define ENTRIES 4
-
-enum { EMPTY, CACHED, OUT }; /* OUT: handed out, live, still marked in the registry */
-
-typedef struct tc_entry {
-  hp_block b;     /* CACHED, OUT: the block (OUT: with the caller's requested size) */
-  size_t lease;   /* bytes of room held in the cache's limits, 0: none */
-  uint64_t age;   /* when b was put here, for the oldest-first victim */
-  uint32_t state; /* EMPTY, CACHED or OUT */
-} tc_entry;
-
-struct hp_tcache {
-  hp_spin lock;
-  bool owned; /* a live thread uses it (hp_lock) */
-  hp_tcache *next;
-  uint64_t clock;
-  tc_entry e[ENTRIES];
-  hugepool_stats delta; /* the fast paths' counters, summed into the totals */
-} __attribute__((aligned(64)));
+#include "tcache-entry.h"
 
 _Static_assert(sizeof(hugepool_stats) % sizeof(uint64_t) == 0, "hugepool_stats is made of uint64_t counters");
 
-static hp_tcache *caches; /* every thread cache ever made (hp_lock) */
+hp_tcache *tcache_list; /* every thread cache ever made (hp_lock) */
 static pthread_key_t exit_key;
 static __thread hp_tcache *self __attribute__((tls_model("initial-exec")));
 static void (*on_exit_fn)(hp_tcache *tc);
@@ -80,13 +60,13 @@ hp_tcache *tcache_self(void) {
   hp_tcache *tc = self;
   if (__builtin_expect(tc != NULL, 1)) return tc;
   pthread_mutex_lock(&hp_lock);
-  for (tc = caches; tc && tc->owned; tc = tc->next) {
+  for (tc = tcache_list; tc && tc->owned; tc = tc->next) {
   }
   if (!tc) { /* a new cache on its own pages: no false sharing */
     tc = os_map_meta(sizeof(hp_tcache));
     if (tc) {
-      tc->next = caches;
-      caches = tc;
+      tc->next = tcache_list;
+      tcache_list = tc;
     }
   }
   if (tc) tc->owned = true;
@@ -100,11 +80,6 @@ hp_tcache *tcache_self(void) {
 
 hp_tcache *tcache_self_if_any(void) { return self; }
 
-static bool matches(const tc_entry *e, size_t size, int node, hugepool_kind kind) {
-  const hp_block *s = &e->b;
-  return e->state == CACHED && s->size == size && s->kind == kind && (node == HUGEPOOL_ANY_NODE || s->node == node);
-}
-
 /* The block as the registry marks it. */
 static hp_block marked(hp_tcache *tc, tc_entry *e) {
   hp_block b = e->b;
@@ -115,7 +90,7 @@ static hp_block marked(hp_tcache *tc, tc_entry *e) {
 
 /* The block of e leaves this cache: its registry entry goes, or (keep)
  * becomes a plain live entry equal to *plain.  The lease stays with e. */
-static void unmark(hp_tcache *tc, tc_entry *e, bool keep, const hp_block *plain) {
+void tcache_unmark(hp_tcache *tc, tc_entry *e, bool keep, const hp_block *plain) {
   hp_block b = keep ? *plain : e->b;
   b.tc = tc;
   b.tc_slot = (uint32_t)(e - tc->e);
@@ -183,7 +158,7 @@ int tcache_free_own(hp_tcache *tc, const void *addr, hp_block *out) {
       return 1;
     }
     *out = e->b;
-    unmark(tc, e, false, NULL);
+    tcache_unmark(tc, e, false, NULL);
     hp_spin_unlock(&tc->lock);
     return 2;
   }
@@ -222,7 +197,7 @@ int tcache_detach(const hp_block *copy, bool resizing, hp_block *out) {
   if (!err) {
     *out = e->b;
     out->resizing = resizing;
-    unmark(tc, e, resizing, out); /* the lease stays: the owner's next free refills it */
+    tcache_unmark(tc, e, resizing, out); /* the lease stays: the owner's next free refills it */
   }
   hp_spin_unlock(&tc->lock);
   return err;
@@ -261,7 +236,7 @@ bool tcache_put_fast(hp_tcache *tc, const hp_block *b, bool may_cache) {
   return false;
 }
 
-static void drop_lease(tc_entry *e) {
+void tcache_drop_lease(tc_entry *e) {
   if (e->lease) cache_unlease(e->lease);
   e->lease = 0;
 }
@@ -295,14 +270,14 @@ bool tcache_put_slow(hp_tcache *tc, const hp_block *b, hp_block *victims, size_t
       return false;
     }
     hp_block moved = slot->b;
-    unmark(tc, slot, false, NULL);
-    drop_lease(slot);
+    tcache_unmark(tc, slot, false, NULL);
+    tcache_drop_lease(slot);
     cache_add_unchecked(&moved, victims, max_victims, n_victims);
   }
-  drop_lease(slot); /* too small for b */
+  tcache_drop_lease(slot); /* too small for b */
   /* Unused leases of this thread go back first: they hold room, no memory. */
   for (size_t i = 0; i < ENTRIES; i++) {
-    if (tc->e[i].state == EMPTY) drop_lease(&tc->e[i]);
+    if (tc->e[i].state == EMPTY) tcache_drop_lease(&tc->e[i]);
   }
   /* Evicting this thread's own blocks is worth it only if they free enough. */
   size_t own_n = 0, own_bytes = 0;
@@ -319,7 +294,7 @@ bool tcache_put_slow(hp_tcache *tc, const hp_block *b, hp_block *victims, size_t
       *n_victims += k;
       slot->lease = b->size;
       bool ok = place(tc, slot, b);
-      if (!ok) drop_lease(slot);
+      if (!ok) tcache_drop_lease(slot);
       hp_spin_unlock(&tc->lock);
       return ok;
     }
@@ -328,127 +303,9 @@ bool tcache_put_slow(hp_tcache *tc, const hp_block *b, hp_block *victims, size_t
     tc_entry *victim = may_evict_own ? oldest(tc, slot) : NULL;
     if (!victim || *n_victims + 1 >= max_victims) break;
     victims[(*n_victims)++] = victim->b;
-    unmark(tc, victim, false, NULL);
-    drop_lease(victim);
+    tcache_unmark(tc, victim, false, NULL);
+    tcache_drop_lease(victim);
   }
   hp_spin_unlock(&tc->lock);
   return false;
-}
-
-bool tcache_steal(size_t size, int node, hugepool_kind kind, hp_block *out) {
-  for (hp_tcache *tc = caches; tc; tc = tc->next) {
-    hp_spin_lock(&tc->lock);
-    for (size_t i = 0; i < ENTRIES; i++) {
-      tc_entry *e = &tc->e[i];
-      if (matches(e, size, node, kind)) {
-        *out = e->b;
-        unmark(tc, e, false, NULL);
-        drop_lease(e);
-        hp_spin_unlock(&tc->lock);
-        return true;
-      }
-    }
-    hp_spin_unlock(&tc->lock);
-  }
-  return false;
-}
-
-size_t tcache_drain(hugepool_kind kind, hp_block *out, size_t max, size_t *bytes_left) {
-  size_t n = 0;
-  for (hp_tcache *tc = caches; tc && n < max; tc = tc->next) {
-    hp_spin_lock(&tc->lock);
-    for (size_t i = 0; i < ENTRIES && n < max && (!bytes_left || *bytes_left > 0); i++) {
-      tc_entry *e = &tc->e[i];
-      if (e->state != CACHED || (kind != HUGEPOOL_KIND_NONE && e->b.kind != kind)) continue;
-      out[n++] = e->b;
-      if (bytes_left) *bytes_left = *bytes_left > e->b.size ? *bytes_left - e->b.size : 0;
-      unmark(tc, e, false, NULL);
-      drop_lease(e);
-    }
-    hp_spin_unlock(&tc->lock);
-  }
-  return n;
-}
-
-void tcache_totals(size_t *count, size_t *bytes) {
-  *count = *bytes = 0;
-  for (hp_tcache *tc = caches; tc; tc = tc->next) {
-    hp_spin_lock(&tc->lock);
-    for (size_t i = 0; i < ENTRIES; i++) {
-      if (tc->e[i].state != CACHED) continue;
-      (*count)++;
-      *bytes += tc->e[i].b.size;
-    }
-    hp_spin_unlock(&tc->lock);
-  }
-}
-
-size_t tcache_bytes_of_kind(hugepool_kind kind) {
-  size_t bytes = 0;
-  for (hp_tcache *tc = caches; tc; tc = tc->next) {
-    hp_spin_lock(&tc->lock);
-    for (size_t i = 0; i < ENTRIES; i++) {
-      if (tc->e[i].state == CACHED && tc->e[i].b.kind == kind) bytes += tc->e[i].b.size;
-    }
-    hp_spin_unlock(&tc->lock);
-  }
-  return bytes;
-}
-
-void tcache_sum_stats(hugepool_stats *st) {
-  uint64_t *to = (uint64_t *)st;
-  for (hp_tcache *tc = caches; tc; tc = tc->next) {
-    hp_spin_lock(&tc->lock);
-    const uint64_t *from = (const uint64_t *)&tc->delta;
-    for (size_t i = 0; i < sizeof(*st) / sizeof(uint64_t); i++) to[i] += from[i];
-    hp_spin_unlock(&tc->lock);
-  }
-}
-
-/* Empties a cache: cached blocks go to the shared cache (or, with no
- * victims array, are forgotten: the fork child drains them first), handed-out
- * ones become plain live blocks, leases go back. */
-static void return_one(hp_tcache *tc, hp_block *victims, size_t max_victims, size_t *n_victims) {
-  for (size_t i = 0; i < ENTRIES; i++) {
-    tc_entry *e = &tc->e[i];
-    if (e->state == CACHED) {
-      hp_block b = e->b;
-      unmark(tc, e, false, NULL);
-      if (victims) cache_add_unchecked(&b, victims, max_victims, n_victims);
-    } else if (e->state == OUT) {
-      hp_block b = e->b;
-      unmark(tc, e, true, &b);
-    }
-    drop_lease(e);
-  }
-}
-
-void tcache_return_all(hp_block *victims, size_t max_victims, size_t *n_victims) {
-  for (hp_tcache *tc = caches; tc; tc = tc->next) {
-    hp_spin_lock(&tc->lock);
-    return_one(tc, victims, max_victims, n_victims);
-    hp_spin_unlock(&tc->lock);
-  }
-}
-
-void tcache_retire(hp_tcache *tc, hp_block *victims, size_t max_victims, size_t *n_victims) {
-  hp_spin_lock(&tc->lock);
-  return_one(tc, victims, max_victims, n_victims);
-  tc->owned = false;
-  hp_spin_unlock(&tc->lock);
-}
-
-void tcache_lock_all(void) {
-  for (hp_tcache *tc = caches; tc; tc = tc->next) hp_spin_lock(&tc->lock);
-}
-
-void tcache_unlock_all(void) {
-  for (hp_tcache *tc = caches; tc; tc = tc->next) hp_spin_unlock(&tc->lock);
-}
-
-void tcache_child_reset(void) {
-  for (hp_tcache *tc = caches; tc; tc = tc->next) {
-    return_one(tc, NULL, 0, NULL);
-    tc->owned = tc == self;
-  }
 }

@@ -74,10 +74,13 @@ static uint64_t kernel_hugetlb_kib(void) {
   return line ? strtoull(line + strlen("Private_Hugetlb:"), NULL, 10) : 0;
 }
 
+/* Appends rows to out[*n, max). */
+static void add_rows(hp_extra_stat *out, size_t max, size_t *n, const hp_extra_stat *rows, size_t count) {
+  for (size_t i = 0; i < count && *n < max; i++) out[(*n)++] = rows[i];
+}
+
 static size_t extra_stats(hp_extra_stat *out, size_t max) {
-  sh_counters sh = {0};
-  if (atomic_load(&hpl_small_heap_on)) sh_stats(&sh);
-  hp_extra_stat all[] = {
+  hp_extra_stat preload_rows[] = {
       {"preload_threshold", "preload: threshold", atomic_load(&hpl_threshold), HP_EXTRA_BYTES},
       {"kernel_private_hugetlb_bytes", "kernel: Private_Hugetlb", kernel_hugetlb_kib() << 10, HP_EXTRA_BYTES},
       {"preload_huge_allocs", "preload: requests to hugepool", huge_count(), HP_EXTRA_ACTIVITY},
@@ -87,6 +90,13 @@ static size_t extra_stats(hp_extra_stat *out, size_t max) {
        HP_EXTRA_ACTIVITY},
       {"preload_pages_split", "preload: 2 MB pages split to 4 KB (mprotect/madvise)", split_count(), 0},
       {"preload_deepbind_stripped", "preload: dlopen RTLD_DEEPBIND taken off", atomic_load(&hpl_deepbind_stripped), 0},
+  };
+  size_t n = 0;
+  add_rows(out, max, &n, preload_rows, sizeof(preload_rows) / sizeof(preload_rows[0]));
+  if (!atomic_load(&hpl_small_heap_on)) return n;
+  sh_counters sh = {0};
+  sh_stats(&sh);
+  hp_extra_stat small_heap_rows[] = {
       {"small_heap_chunks", "small heap: 2 MB chunks", sh.chunks, HP_EXTRA_ACTIVITY},
       {"small_heap_chunks_peak", "small heap: 2 MB chunks (peak)", sh.chunks_peak, 0},
       {"small_heap_chunks_returned", "small heap: chunks given back to the pool", sh.chunks_returned, 0},
@@ -94,12 +104,27 @@ static size_t extra_stats(hp_extra_stat *out, size_t max) {
       {"small_heap_fallbacks", "small heap: requests given to glibc (pool short)", atomic_load(&ctr.n_small_fallback),
        HP_EXTRA_ACTIVITY},
   };
-  size_t n = sizeof(all) / sizeof(all[0]);
-  if (!atomic_load(&hpl_small_heap_on)) n -= 5;
-  if (n > max) n = max;
-  memcpy(out, all, n * sizeof(all[0]));
+  add_rows(out, max, &n, small_heap_rows, sizeof(small_heap_rows) / sizeof(small_heap_rows[0]));
   return n;
 }
+
+/* What the preload tells the core (lib/embed.h), by policy: strict names
+ * the preload's alternative in the core's shortage line; fallback (the
+ * default) prints its own line, serves refusals from glibc and is named in
+ * the statistics. */
+static const hp_embedder embed_strict = {
+    .shortage_advice =
+        "let glibc serve refused requests with hugepool-run --policy fallback (the preload's "
+        "default), or fall back to THP or 4 KB pages with HUGEPOOL_POLICY=thp|small",
+    .extra_stats = extra_stats,
+};
+static const hp_embedder embed_fallback = {
+    .quiet_shortage = true,  /* we print one line of our own */
+    .serves_refusals = true, /* glibc serves what the pool refuses */
+    .policy_label = "fallback",
+    .extra_stats = extra_stats,
+};
+static const hp_embedder embed_other = {.extra_stats = extra_stats};
 
 static void preload_init(void) {
   int expected = ST_NEW;
@@ -111,16 +136,7 @@ static void preload_init(void) {
   if (threshold == 0) threshold = 1;
   long long policy = option_get(HP_OPT_POLICY); /* the core runs fallback as strict */
   policy_strict = policy == HUGEPOOL_POLICY_STRICT;
-  if (policy_strict) /* the core prints its shortage message, with our alternative */
-    hp_shortage_advice =
-        "let glibc serve refused requests with hugepool-run --policy fallback (the preload's default), or fall "
-        "back to THP or 4 KB pages with HUGEPOOL_POLICY=thp|small";
-  if (policy == HP_POLICY_FALLBACK) {
-    hp_quiet_shortage(true); /* we print one line of our own */
-    hp_short_backoff = true;  /* glibc serves what the pool refuses */
-    hp_stats_policy_label = "fallback";
-  }
-  hp_stats_extra = extra_stats;
+  (void)hp_embed(policy_strict ? &embed_strict : policy == HP_POLICY_FALLBACK ? &embed_fallback : &embed_other);
   if (option_get(HP_OPT_SMALL_HEAP) && sh_init() == 0) atomic_store(&hpl_small_heap_on, true);
   atomic_store(&hpl_threshold, threshold);
   atomic_store(&state, ST_READY);

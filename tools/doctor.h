@@ -4,8 +4,10 @@
  * doctor.c        command line, the need, the order of the checks, the verdict
  * doctor-util.c   files below the root, the report model, text and JSON output
  *                 (doctor-util.h; used by every file, calls none of them)
- * doctor-node.c   what the kernel says: pools, reservable pages, mounts, THP,
- *                 cgroup limits, RLIMIT_MEMLOCK, MPI transport variables
+ * doctor-pools.c  what the kernel says of the pools: per size and node,
+ *                 reservable pages, hugetlbfs mounts, THP
+ * doctor-cgroups.c the hugetlb cgroup limits that apply to this process
+ * doctor-env.c    HUGEPOOL_* variables, RLIMIT_MEMLOCK, MPI transport variables
  * doctor-helper.c whether hugepool-reserve is installed as install.sh does it,
  *                 and whether the calling user may use it
  *

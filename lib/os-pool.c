@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The OS layer, continued: what the kernel says of its hugepage pool
+ * (sysfs counts per page size and NUMA node) and which nodes have memory.
+ * Same contract as os.c (os.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "os.h"
+
+static const char *const kSysfsPool = "/sys/kernel/mm/hugepages/hugepages-";
+static const char *const kSysfsNode = "/sys/devices/system/node/node";
+
+static size_t pool_dir(char *buf, size_t len, size_t page_size, int node, const char *file) {
+  int n;
+  if (node < 0) {
+    n = snprintf(buf, len, "%s%zukB/%s", kSysfsPool, page_size >> 10, file);
+  } else {
+    n = snprintf(buf, len, "%s%d/hugepages/hugepages-%zukB/%s", kSysfsNode, node, page_size >> 10, file);
+  }
+  return n < 0 || (size_t)n >= len ? 0 : (size_t)n;
+}
+
+static long read_long(const char *path) {
+  char buf[64];
+  if (os_read_file(path, buf, sizeof(buf)) < 0) return -1;
+  char *end = NULL;
+  long v = strtol(buf, &end, 10);
+  if (end == buf || v < 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  return v;
+}
+
+long os_pool_available(size_t page_size, int node) {
+  char path[160];
+  if (!pool_dir(path, sizeof(path), page_size, node, "free_hugepages")) return -1;
+  long free_pages = read_long(path);
+  if (free_pages < 0 || node >= 0) return free_pages; /* per node: no reserved count */
+  if (!pool_dir(path, sizeof(path), page_size, node, "resv_hugepages")) return -1;
+  long resv = read_long(path);
+  return resv < 0 ? free_pages : free_pages - resv;
+}
+
+long os_pool_total(size_t page_size, int node) {
+  char path[160];
+  if (!pool_dir(path, sizeof(path), page_size, node, "nr_hugepages")) return -1;
+  return read_long(path);
+}
+
+bool os_page_size_supported(size_t page_size) {
+  char path[160];
+  struct stat st;
+  return pool_dir(path, sizeof(path), page_size, -1, "") && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Nodes with memory, read once from /sys/devices/system/node/has_memory
+ * ("0", "0-3,6") so node-bound cache hits make no system call. */
+#define HP_MAX_NODES 1024
+static unsigned long nodes_with_memory[HP_MAX_NODES / (8 * sizeof(unsigned long))];
+
+void os_nodes_init(void) {
+  char buf[512];
+  if (os_read_file("/sys/devices/system/node/has_memory", buf, sizeof(buf)) < 0) return;
+  const char *p = buf;
+  while (*p >= '0' && *p <= '9') {
+    char *end = NULL;
+    long lo = strtol(p, &end, 10), hi = lo;
+    if (*end == '-') hi = strtol(end + 1, &end, 10);
+    for (long n = lo; n <= hi && n < HP_MAX_NODES; n++) {
+      nodes_with_memory[n / (long)(8 * sizeof(unsigned long))] |= 1UL << (n % (long)(8 * sizeof(unsigned long)));
+    }
+    p = *end == ',' ? end + 1 : end;
+  }
+}
+
+bool os_node_has_memory(int node) {
+  if (node < 0 || node >= HP_MAX_NODES) return false;
+  return (nodes_with_memory[(unsigned)node / (8 * sizeof(unsigned long))] >>
+          ((unsigned)node % (8 * sizeof(unsigned long)))) &
+         1UL;
+}

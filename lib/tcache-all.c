@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Every thread's cache at once, under hp_lock (tcache.h): a steal, a drain
+ * (trim, reclaim), the totals and counters, the leases given back before
+ * the limits change or when a thread exits, and fork.  The one thread's own
+ * cache, its fast paths and the registry handshake are tcache.c's. */
+#define _GNU_SOURCE
+#include "cache.h"
+#include "tcache-entry.h"
+#include "tcache.h"
+
+static bool matches(const tc_entry *e, size_t size, int node, hugepool_kind kind) {
+  const hp_block *s = &e->b;
+  return e->state == CACHED && s->size == size && s->kind == kind && (node == HUGEPOOL_ANY_NODE || s->node == node);
+}
+
+bool tcache_steal(size_t size, int node, hugepool_kind kind, hp_block *out) {
+  for (hp_tcache *tc = tcache_list; tc; tc = tc->next) {
+    hp_spin_lock(&tc->lock);
+    for (size_t i = 0; i < ENTRIES; i++) {
+      tc_entry *e = &tc->e[i];
+      if (matches(e, size, node, kind)) {
+        *out = e->b;
+        tcache_unmark(tc, e, false, NULL);
+        tcache_drop_lease(e);
+        hp_spin_unlock(&tc->lock);
+        return true;
+      }
+    }
+    hp_spin_unlock(&tc->lock);
+  }
+  return false;
+}
+
+size_t tcache_drain(hugepool_kind kind, hp_block *out, size_t max, size_t *bytes_left) {
+  size_t n = 0;
+  for (hp_tcache *tc = tcache_list; tc && n < max; tc = tc->next) {
+    hp_spin_lock(&tc->lock);
+    for (size_t i = 0; i < ENTRIES && n < max && (!bytes_left || *bytes_left > 0); i++) {
+      tc_entry *e = &tc->e[i];
+      if (e->state != CACHED || (kind != HUGEPOOL_KIND_NONE && e->b.kind != kind)) continue;
+      out[n++] = e->b;
+      if (bytes_left) *bytes_left = *bytes_left > e->b.size ? *bytes_left - e->b.size : 0;
+      tcache_unmark(tc, e, false, NULL);
+      tcache_drop_lease(e);
+    }
+    hp_spin_unlock(&tc->lock);
+  }
+  return n;
+}
+
+void tcache_totals(size_t *count, size_t *bytes) {
+  *count = *bytes = 0;
+  for (hp_tcache *tc = tcache_list; tc; tc = tc->next) {
+    hp_spin_lock(&tc->lock);
+    for (size_t i = 0; i < ENTRIES; i++) {
+      if (tc->e[i].state != CACHED) continue;
+      (*count)++;
+      *bytes += tc->e[i].b.size;
+    }
+    hp_spin_unlock(&tc->lock);
+  }
+}
+
+size_t tcache_bytes_of_kind(hugepool_kind kind) {
+  size_t bytes = 0;
+  for (hp_tcache *tc = tcache_list; tc; tc = tc->next) {
+    hp_spin_lock(&tc->lock);
+    for (size_t i = 0; i < ENTRIES; i++) {
+      if (tc->e[i].state == CACHED && tc->e[i].b.kind == kind) bytes += tc->e[i].b.size;
+    }
+    hp_spin_unlock(&tc->lock);
+  }
+  return bytes;
+}
+
+void tcache_sum_stats(hugepool_stats *st) {
+  uint64_t *to = (uint64_t *)st;
+  for (hp_tcache *tc = tcache_list; tc; tc = tc->next) {
+    hp_spin_lock(&tc->lock);
+    const uint64_t *from = (const uint64_t *)&tc->delta;
+    for (size_t i = 0; i < sizeof(*st) / sizeof(uint64_t); i++) to[i] += from[i];
+    hp_spin_unlock(&tc->lock);
+  }
+}
+
+/* Empties a cache: cached blocks go to the shared cache (or, with no
+ * victims array, are forgotten: the fork child drains them first), handed-out
+ * ones become plain live blocks, leases go back. */
+static void return_one(hp_tcache *tc, hp_block *victims, size_t max_victims, size_t *n_victims) {
+  for (size_t i = 0; i < ENTRIES; i++) {
+    tc_entry *e = &tc->e[i];
+    if (e->state == CACHED) {
+      hp_block b = e->b;
+      tcache_unmark(tc, e, false, NULL);
+      if (victims) cache_add_unchecked(&b, victims, max_victims, n_victims);
+    } else if (e->state == OUT) {
+      hp_block b = e->b;
+      tcache_unmark(tc, e, true, &b);
+    }
+    tcache_drop_lease(e);
+  }
+}
+
+void tcache_return_all(hp_block *victims, size_t max_victims, size_t *n_victims) {
+  for (hp_tcache *tc = tcache_list; tc; tc = tc->next) {
+    hp_spin_lock(&tc->lock);
+    return_one(tc, victims, max_victims, n_victims);
+    hp_spin_unlock(&tc->lock);
+  }
+}
+
+void tcache_retire(hp_tcache *tc, hp_block *victims, size_t max_victims, size_t *n_victims) {
+  hp_spin_lock(&tc->lock);
+  return_one(tc, victims, max_victims, n_victims);
+  tc->owned = false;
+  hp_spin_unlock(&tc->lock);
+}
+
+void tcache_lock_all(void) {
+  for (hp_tcache *tc = tcache_list; tc; tc = tc->next) hp_spin_lock(&tc->lock);
+}
+
+void tcache_unlock_all(void) {
+  for (hp_tcache *tc = tcache_list; tc; tc = tc->next) hp_spin_unlock(&tc->lock);
+}
+
+void tcache_child_reset(void) {
+  for (hp_tcache *tc = tcache_list; tc; tc = tc->next) {
+    return_one(tc, NULL, 0, NULL);
+    tc->owned = tc == tcache_self_if_any();
+  }
+}
