@@ -58,3 +58,6 @@ int table_sync(int fd) {
   }
   return fsync(fd);
 }
+
+/* kcmp(KCMP_VM): each process of the fake /proc has its own mm. */
+int mm_compare(pid_t a, pid_t b) { return a == b ? 0 : a < b ? 1 : 2; }

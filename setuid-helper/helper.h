@@ -2,6 +2,7 @@
 /* hugepool-reserve: what the privileged files share among themselves.
  *
  * sysfs.c    reads the kernel: pool files, meminfo, /proc/<pid>/status
+ * usage.c    what users' processes hold of the pool (each page once)
  * state.c    the lock, the grant table and its intent record, the job registry
  * audit.c    the audit log (calls nothing else here)
  * config.c   loading the site config (parse.c parses it)
@@ -79,8 +80,11 @@ struct proc_status {
 };
 int proc_status_read(int fd, struct proc_status *ps);
 
-/* Hugetlb memory (kB) mapped by the caller's processes and by those of each
- * other user of the grant table. */
+/* ---- usage.c ---- */
+
+/* Hugetlb memory (kB) the caller's processes hold (counted over, never
+ * under) and each other user of the grant table's surely hold (each page
+ * once; under, never over).  0, or -1 with errno (fail closed). */
 struct usage {
   size_t n;
   uid_t uid[RESERVE_MAX_GRANTS];
@@ -88,6 +92,8 @@ struct usage {
   unsigned long long caller_kb;
 };
 int procs_hugetlb(const struct reserve_grants *gs, uid_t caller, struct usage *u);
+/* kcmp(KCMP_VM): 0 the same mm, 1 or 2 not, -1 unknown (fake.c in the test build). */
+int mm_compare(pid_t a, pid_t b);
 
 /* ---- state.c ---- */
 

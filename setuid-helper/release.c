@@ -30,9 +30,10 @@
 /* Pages of size_kb that other users' grants may still need in one pool:
  * node -2 means every pool of that size (the machine-wide count), else one
  * NUMA node's pool (-1: grants on any node).  A user's unmapped memory is
- * their grants less what their processes map; the kernel reports one
- * HugetlbPages total for every size and node, so each pool is assumed to
- * hold all of it, up to the user's grants there (the safe direction). */
+ * their grants less what their processes surely map (usage.c: each page
+ * once, nothing it cannot read); that is one total for every size and node,
+ * so each pool is assumed to hold all of it, up to the user's grants there
+ * (the safe direction). */
 static unsigned long long promised(const struct reserve_grants *gs, const struct usage *u, uid_t caller, int node,
                                    unsigned size_kb) {
   unsigned long long total = 0;
@@ -156,8 +157,9 @@ static const struct user_jobs *jobs_of(const struct release *r, unsigned size_kb
 }
 
 /* What one of the caller's pools keeps (still charged), and why: what the
- * caller's processes map (one total for every page size and node: each pool
- * keeps enough to cover all of it, the safe direction), at least what the
+ * caller's processes map or hold open (usage.c, counted high; one total for
+ * every page size and node: each pool keeps enough to cover all of it, the
+ * safe direction), at least what the
  * caller's jobs have reserved of that size; everything if either count
  * cannot be made (fail closed). */
 static unsigned long long release_keep(const struct release *r, const struct reserve_grant_entry *g, char *why,
@@ -174,7 +176,7 @@ static unsigned long long release_keep(const struct release *r, const struct res
     keep = jobs;
     snprintf(why, cap, "your jobs have reserved %llu pages of %u kB", jobs, g->size_kb);
   } else {
-    snprintf(why, cap, "your processes still map %llu kB of hugetlb memory", r->u.caller_kb);
+    snprintf(why, cap, "your processes still hold %llu kB of hugetlb memory", r->u.caller_kb);
   }
   return keep > g->pages ? g->pages : keep;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE /* dirfd */
 /* hugepool-reserve: what the kernel says.  Reads the pool files, meminfo
- * and /proc/<pid>/status; writes nothing but nr_hugepages.  Rules kept:
+ * and /proc/<pid>/status (what processes hold is usage.c's); writes nothing
+ * but nr_hugepages.  Rules kept:
  *
  *  1. No symlink is followed: every file is opened with O_NOFOLLOW, every
  *     path built from a validated number and a compile-time prefix (a path
@@ -243,60 +244,4 @@ int proc_status_read(int fd, struct proc_status *ps) {
 bad:
   errno = EPROTO;
   return -1;
-}
-
-/* Hugetlb memory (kB, every page size and node) mapped by processes, from
- * "HugetlbPages:" of /proc/<pid>/status, which every user may read: for the
- * caller, every process whose real or effective uid is theirs; for each other
- * user with a grant, the processes whose real and effective uids are both
- * theirs (a mapping lowers what is promised to them only if it is surely
- * theirs).  Fail closed: a process that is gone (ENOENT, ESRCH) is skipped;
- * any other error (EMFILE, EACCES, a status we cannot parse) makes the count
- * unknown and returns -1 with errno set.  Kernel threads and zombies have no
- * HugetlbPages line: they map nothing. */
-static int usage_index(const struct usage *u, uid_t uid) {
-  size_t i;
-  for (i = 0; i < u->n; i++)
-    if (u->uid[i] == uid) return (int)i;
-  return -1;
-}
-
-int procs_hugetlb(const struct reserve_grants *gs, uid_t caller, struct usage *u) {
-  DIR *d;
-  struct dirent *e;
-  size_t i;
-  int rc = 0, err = 0;
-  memset(u, 0, sizeof *u);
-  for (i = 0; i < gs->n; i++)
-    if (gs->g[i].uid != caller && usage_index(u, gs->g[i].uid) < 0) u->uid[u->n++] = gs->g[i].uid;
-  d = opendir(SYS_ROOT "/proc");
-  if (d == NULL) return -1;
-  while (rc == 0) {
-    char path[64];
-    struct proc_status ps;
-    unsigned long long pid;
-    int fd, k;
-    errno = 0;
-    if ((e = readdir(d)) == NULL) {
-      err = errno; /* 0 at the end of the directory */
-      rc = err != 0 ? -1 : 0;
-      break;
-    }
-    if (reserve_parse_count(e->d_name, 1ULL << 31, &pid) != 0) continue;
-    snprintf(path, sizeof path, "%llu/status", pid);
-    fd = openat(dirfd(d), path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0 || proc_status_read(fd, &ps) != 0) {
-      err = errno;
-      if (fd >= 0) close(fd);
-      if (err == ENOENT || err == ESRCH) continue; /* ended while we looked */
-      rc = -1;
-      break;
-    }
-    close(fd);
-    if (ps.ruid == caller || ps.euid == caller) u->caller_kb += ps.hugetlb_kb;
-    if (ps.ruid == ps.euid && (k = usage_index(u, (uid_t)ps.ruid)) >= 0) u->kb[k] += ps.hugetlb_kb;
-  }
-  closedir(d);
-  errno = err;
-  return rc;
 }
