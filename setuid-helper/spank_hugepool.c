@@ -404,7 +404,7 @@ static void keep_job(const struct reserve_caller *who, uint32_t job, const char 
 static int other_jobs_running(uid_t uid, uint32_t job) {
   unsigned long jobs[RESERVE_MAX_JOBS];
   char buf[16];
-  int i, n = registry_jobs(uid, job, jobs, RESERVE_MAX_JOBS);
+  int i, n = state_registry_jobs(uid, job, jobs, RESERVE_MAX_JOBS);
   if (n < 0) return errno == E2BIG ? 1 : -1;
   for (i = 0; i < n; i++)
     if (jobs[i] > UINT32_MAX || read_job_file((uint32_t)jobs[i], ".kept", buf, sizeof buf) != 0) return 1;

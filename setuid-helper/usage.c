@@ -76,7 +76,7 @@ struct scan {
 };
 
 #ifndef HUGEPOOL_RESERVE_TEST_ROOT /* the test build's fake kernel (fake.c) plays this part */
-int mm_compare(pid_t a, pid_t b) { return (int)syscall(SYS_kcmp, a, b, KCMP_VM, 0UL, 0UL); }
+int usage_mm_compare(pid_t a, pid_t b) { return (int)syscall(SYS_kcmp, a, b, KCMP_VM, 0UL, 0UL); }
 #endif
 
 static int usage_index(const struct usage *u, uid_t uid) {
@@ -220,7 +220,7 @@ static int smaps_read(int fd, struct proc_read *r) {
 static int mm_seen(struct scan *sc, pid_t pid, uid_t uid) {
   size_t i;
   for (i = 0; i < sc->nmms; i++) {
-    int order = sc->mm_uid[i] == uid ? mm_compare(sc->mm_pid[i], pid) : 1;
+    int order = sc->mm_uid[i] == uid ? usage_mm_compare(sc->mm_pid[i], pid) : 1;
     if (order != 1 && order != 2) return 1; /* 0: the same mm; -1: cannot tell */
   }
   if (sc->nmms == USAGE_MAX_MMS) return 1;
@@ -322,7 +322,7 @@ static int proc_take(struct scan *sc, int procfd, pid_t pid) {
   int fd, k;
   snprintf(path, sizeof path, "%ld/status", (long)pid);
   fd = openat(procfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0 || proc_status_read(fd, &ps) != 0) {
+  if (fd < 0 || sysfs_proc_status_read(fd, &ps) != 0) {
     int err = errno;
     if (fd >= 0) close(fd);
     errno = err;
@@ -363,7 +363,7 @@ static int procs_walk(struct scan *sc) {
   return rc;
 }
 
-int procs_hugetlb(const struct reserve_grants *gs, uid_t caller, struct usage *u) {
+int usage_read(const struct reserve_grants *gs, uid_t caller, struct usage *u) {
   struct scan *sc = calloc(1, sizeof *sc); /* ~300 kB: not on a plugin thread's stack */
   gid_t fsgid;
   size_t i;
