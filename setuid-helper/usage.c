@@ -24,36 +24,44 @@
  *       cannot be compared, counts none.
  *  2. The caller's pages are counted over, never under (what they keep
  *     charged): HugetlbPages of every process whose real or effective uid
- *     is theirs, however shared, plus the blocks of every hugetlb file such
- *     a process holds open (a memfd without a mapping: HugetlbPages 0),
- *     each file once.  A process whose descriptors cannot be read (not
- *     dumpable) adds no files: pages held that way are no other user's, and
- *     rule 1 keeps what was promised to them.
+ *     is theirs, however shared, plus the blocks of every hugetlb memfd
+ *     such a process holds open (without a mapping: HugetlbPages 0), each
+ *     once.  A process whose descriptors cannot be read (not dumpable), or
+ *     a hugetlbfs file held open, adds nothing: pages held that way are no
+ *     other user's, and rule 1 keeps what was promised to them.
  *  3. Fail closed: /proc that cannot be listed, or a status that cannot be
  *     read, is an error (the release keeps everything); only a process that
  *     ended while it was read is skipped.
- *  4. Nothing read is followed or opened as a file: smaps and fd are
- *     opened O_NOFOLLOW below /proc/<pid>, a descriptor's file is looked at
- *     with stat and statfs only (a FIFO is never opened).  The setgid
- *     helper reads its caller's descriptors with the caller's gid as its
- *     file-system gid (the kernel's ptrace rule), restored before it returns.
+ *  4. Nothing the caller controls can block us or be opened: smaps and fd
+ *     are opened O_NOFOLLOW below /proc/<pid>; a descriptor is looked at
+ *     only if its link names a memfd, and then with statx(AT_STATX_DONT_SYNC)
+ *     (no file system is asked: a FUSE daemon cannot stall a release that
+ *     holds the lock), and counted only if it is on the kernel's own
+ *     hugetlbfs (the device of a memfd we make).  The setgid helper reads
+ *     its caller's descriptors with the caller's gid as its file-system gid
+ *     (the kernel's ptrace rule), restored before it returns.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kcmp.h>
-#include <linux/magic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/vfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "helper.h"
+
+#ifndef MFD_HUGE_2MB /* <linux/memfd.h>, whose other macros clash with glibc's */
+#define MFD_HUGE_2MB (21U << 26)
+#define MFD_HUGE_1GB (30U << 26)
+#endif
 
 #define USAGE_MAX_MAPS 8192 /* shared mappings recorded; more are dropped (a lower bound stays one) */
 #define USAGE_MAX_MMS 1024  /* processes whose mm is remembered; more count no private pages */
@@ -73,6 +81,8 @@ struct scan {
   pid_t mm_pid[USAGE_MAX_MMS];
   uid_t mm_uid[USAGE_MAX_MMS];
   unsigned long long file_dev[USAGE_MAX_FILES], file_ino[USAGE_MAX_FILES];
+  dev_t memfd_dev[3]; /* the kernel's hugetlbfs mounts of memfds (default, 2 MB, 1 GB pages) */
+  size_t nmemfd_devs;
 };
 
 #ifndef HUGEPOOL_RESERVE_TEST_ROOT /* the test build's fake kernel (fake.c) plays this part */
@@ -251,36 +261,52 @@ static void other_read(struct scan *sc, int procfd, pid_t pid, uid_t uid, int k)
 
 /* ---- the caller's open hugetlb files (rule 2) ---- */
 
-static int file_seen(struct scan *sc, const struct stat *st) {
+static void memfd_devs(struct scan *sc) {
+  static const unsigned flags[] = {MFD_HUGETLB, MFD_HUGETLB | MFD_HUGE_2MB, MFD_HUGETLB | MFD_HUGE_1GB};
   size_t i;
+  for (i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+    struct stat st;
+    int fd = memfd_create("hugepool-reserve", MFD_CLOEXEC | flags[i]); /* empty: it holds no page */
+    if (fd >= 0 && fstat(fd, &st) == 0) sc->memfd_dev[sc->nmemfd_devs++] = st.st_dev;
+    if (fd >= 0) close(fd);
+  }
+}
+
+static int file_seen(struct scan *sc, const struct statx *st) {
+  unsigned long long dev = (unsigned long long)makedev(st->stx_dev_major, st->stx_dev_minor);
+  size_t i;
+  int hugetlb = 0;
+  for (i = 0; i < sc->nmemfd_devs; i++) hugetlb |= sc->memfd_dev[i] == dev;
+  if (!hugetlb) return 1; /* not a page of the pool */
   for (i = 0; i < sc->nfiles; i++)
-    if (sc->file_dev[i] == st->st_dev && sc->file_ino[i] == st->st_ino) return 1;
+    if (sc->file_dev[i] == dev && sc->file_ino[i] == st->stx_ino) return 1;
   if (sc->nfiles < USAGE_MAX_FILES) { /* (past it, a file may count twice: over, never under) */
-    sc->file_dev[sc->nfiles] = st->st_dev;
-    sc->file_ino[sc->nfiles++] = st->st_ino;
+    sc->file_dev[sc->nfiles] = dev;
+    sc->file_ino[sc->nfiles++] = st->stx_ino;
   }
   return 0;
 }
 
+/* The memfds one of the caller's processes holds open. */
 static void caller_files(struct scan *sc, pid_t pid) {
-  char path[96];
+  static const char memfd[] = "/memfd:";
+  char path[sizeof SYS_ROOT + 40], link[sizeof memfd - 1];
   struct dirent *e;
   DIR *d;
-  int n = snprintf(path, sizeof path, SYS_ROOT "/proc/%ld/fd", (long)pid), dfd;
-  if (n < 0 || (size_t)n >= sizeof path - 24) return;
+  int dfd;
+  snprintf(path, sizeof path, SYS_ROOT "/proc/%ld/fd", (long)pid);
   if ((dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || (d = fdopendir(dfd)) == NULL) {
     if (dfd >= 0) close(dfd);
     return;
   }
   while ((e = readdir(d)) != NULL) {
-    struct stat st;
-    struct statfs fs;
-    if (e->d_name[0] == '.' || strlen(e->d_name) > 12) continue;
-    snprintf(path + n, sizeof path - (size_t)n, "/%s", e->d_name);
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || statfs(path, &fs) != 0 ||
-        (uint32_t)fs.f_type != (uint32_t)HUGETLBFS_MAGIC || file_seen(sc, &st))
+    struct statx st;
+    if (e->d_name[0] == '.' || readlinkat(dirfd(d), e->d_name, link, sizeof link) != (ssize_t)sizeof link ||
+        memcmp(link, memfd, sizeof link) != 0 ||
+        statx(dirfd(d), e->d_name, AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO | STATX_BLOCKS, &st) != 0 ||
+        !S_ISREG(st.stx_mode) || file_seen(sc, &st))
       continue;
-    sc->u->caller_kb += (unsigned long long)st.st_blocks / 2; /* 512-byte blocks */
+    sc->u->caller_kb += st.stx_blocks / 2; /* 512-byte blocks */
   }
   closedir(d);
 }
@@ -374,6 +400,7 @@ int usage_read(const struct reserve_grants *gs, uid_t caller, struct usage *u) {
     if (gs->g[i].uid != caller && usage_index(u, gs->g[i].uid) < 0) u->uid[u->n++] = gs->g[i].uid;
   sc->u = u;
   sc->caller = caller;
+  memfd_devs(sc);
   fsgid = (gid_t)setfsgid(getgid()); /* rule 4; root: 0 either way */
   rc = procs_walk(sc);
   err = errno;
