@@ -9,9 +9,12 @@
  *     are surely theirs, each counted once (a lower bound: counting more
  *     would let a release take pages promised to them):
  *     - only processes whose real and effective uids are both theirs, with
- *       HugetlbPages, read per mapping from /proc/<pid>/smaps; a process
- *       whose smaps cannot be read or parsed (another user's, to the setgid
- *       helper; one that is not dumpable) counts nothing;
+ *       HugetlbPages, read per mapping from /proc/<pid>/smaps; one whose
+ *       smaps does not parse counts nothing;
+ *     - if another user's smaps cannot be read (the setgid helper reads
+ *       none), no smaps count, only the reservation counters of every other
+ *       user's isolated Slurm jobs' cgroups (the kernel charges a page once,
+ *       to one cgroup): nothing for what runs outside such jobs;
  *     - a shared mapping holds pages of its file (memfd, SysV SHM_HUGETLB
  *       segment, hugetlbfs file, MAP_SHARED anonymous memory), named by
  *       device and inode: mappings of one file whose offsets overlap count
@@ -83,6 +86,7 @@ struct scan {
   unsigned long long file_dev[USAGE_MAX_FILES], file_ino[USAGE_MAX_FILES];
   dev_t memfd_dev[3]; /* the kernel's hugetlbfs mounts of memfds (default, 2 MB, 1 GB pages) */
   size_t nmemfd_devs;
+  int unread; /* another user's process could not be read */
 };
 
 #ifndef HUGEPOOL_RESERVE_TEST_ROOT /* the test build's fake kernel (fake.c) plays this part */
@@ -172,13 +176,8 @@ static void vma_done(struct proc_read *r) {
   if (!m->shared) {
     if (r->count_private) r->private_kb += m->kb_private;
   } else if (m->kb_shared + m->kb_private > 0 && sc->nmaps < USAGE_MAX_MAPS) {
-    struct map_rec *x = &sc->maps[sc->nmaps++];
-    x->dev = m->dev;
-    x->ino = m->ino;
-    x->off = m->off;
-    x->end = m->off + (m->end - m->start);
-    x->kb = m->kb_shared + m->kb_private;
-    x->uid = r->uid;
+    struct map_rec x = {m->dev, m->ino, m->off, m->off + (m->end - m->start), m->kb_shared + m->kb_private, r->uid};
+    sc->maps[sc->nmaps++] = x;
   }
 }
 
@@ -249,7 +248,10 @@ static void other_read(struct scan *sc, int procfd, pid_t pid, uid_t uid, int k)
   r.sc = sc;
   r.uid = uid;
   snprintf(path, sizeof path, "%ld/smaps", (long)pid);
-  if ((fd = openat(procfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY)) < 0) return;
+  if ((fd = openat(procfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY)) < 0) {
+    sc->unread |= errno != ENOENT && errno != ESRCH; /* (not ended: not ours to read) */
+    return;
+  }
   r.count_private = !mm_seen(sc, pid, uid);
   if (smaps_read(fd, &r) != 0) {
     sc->nmaps = mark; /* what it had added is not sure */
@@ -309,6 +311,38 @@ static void caller_files(struct scan *sc, pid_t pid) {
     sc->u->caller_kb += st.stx_blocks / 2; /* 512-byte blocks */
   }
   closedir(d);
+}
+
+/* ---- jobs' cgroups: what the setgid helper can read of other users ---- */
+
+/* Pages a user's registered jobs hold: each job cgroup's reservation
+ * counter (rsvd.current, every page size), which the kernel charges once a
+ * page, to one cgroup, whatever maps it.  Anything unreadable counts 0. */
+static unsigned long long jobs_kb(const struct cg_hier *h, uid_t uid) {
+  static const unsigned sizes[] = {RESERVE_PAGE_2M, RESERVE_PAGE_1G};
+  unsigned long jobs[RESERVE_MAX_JOBS];
+  unsigned long long kb = 0, bytes;
+  int n = state_registry_jobs(uid, 0, jobs, RESERVE_MAX_JOBS), i, fd;
+  size_t s;
+  for (i = 0; i < n; i++) {
+    if ((fd = cg_job_open(h, jobs[i])) < 0) continue;
+    for (s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+      if (cg_job_limit_read(fd, h, sizes[s], 0, "current", &bytes) == 0 && bytes != ~0ULL) kb += bytes >> 10;
+    close(fd);
+  }
+  return kb;
+}
+
+/* Where another user's process could not be read (the setgid helper reads
+ * none), no user's smaps count: their isolated jobs' cgroups do (a page
+ * read in one user's smaps may be charged to another's job). */
+static void jobs_sum(struct scan *sc) {
+  struct cg_hier h;
+  char why[256];
+  size_t k;
+  for (k = 0; k < sc->u->n; k++) sc->u->kb[k] = 0;
+  if (cg_detect(&h, why, sizeof why) != 0) return;
+  for (k = 0; k < sc->u->n; k++) sc->u->kb[k] = jobs_kb(&h, sc->u->uid[k]);
 }
 
 /* ---- the sum ---- */
@@ -406,7 +440,8 @@ int usage_read(const struct reserve_grants *gs, uid_t caller, struct usage *u) {
   err = errno;
   (void)setfsgid(fsgid);
   if (rc == 0 && (gid_t)setfsgid((gid_t)-1) != fsgid) rc = -1, err = EPERM; /* never write with the wrong group */
-  if (rc == 0) shared_sum(sc);
+  if (rc == 0 && sc->unread) jobs_sum(sc);
+  if (rc == 0 && !sc->unread) shared_sum(sc);
   free(sc);
   errno = err;
   return rc;
