@@ -103,7 +103,7 @@ static int usage_index(const struct usage *u, uid_t uid) {
 /* ---- smaps, one mapping at a time ---- */
 
 struct vma {
-  int open, shared, bad;
+  int open, shared;
   unsigned long long start, end, off, dev, ino, kb_shared, kb_private;
 };
 

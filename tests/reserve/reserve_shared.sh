@@ -10,9 +10,9 @@
 #  - as nobody (the setgid helper, which cannot read the victim's mappings):
 #    nothing is released, the attacker stays charged for its 2 pages, and
 #    while the victim's mappings stay unread its whole grant stays promised;
-#  - as root (the helper run by root, or the Slurm epilog: every process is
-#    read), holding 2 of its grant of 4 in a memfd: exactly its 2 other
-#    pages are released, its 2 stay charged;
+#  - as uid 4545 with the helper run with euid 0 (as the Slurm epilog runs
+#    a user's release: every process is read), holding 2 of its grant of 4
+#    in a memfd: exactly its 2 other pages are released, its 2 stay charged;
 # and after each, the victim maps the rest of its grant (2 pages).
 # Holds the machine-wide pool lock for its whole run.
 source "$(dirname "$0")/lib.sh"
@@ -48,17 +48,20 @@ victim_maps_rest() { # label: the victim maps the 2 pages of its grant it has no
   set -e
   expect_eq "$RC/$OUT" "0/held 2" "$1: the victim maps the rest of its grant"
 }
+privileged_release() { # uid: its --release run with euid 0, which reads every process; sets OUT, RC
+  set +e
+  OUT=$(setpriv --ruid="$1" --euid=0 --regid=65534 --clear-groups "$HELPER" --release 2>&1)
+  RC=$?
+  set -e
+  ERR=$OUT
+}
 declare -A HOLDER_FD HOLDER_PID
-holder() { # name uid|root args...: a process that holds pages until its stdin closes; LINE: what it printed
+holder() { # name uid args...: a process that holds pages until its stdin closes; LINE: what it printed
   local name=$1 who=$2 fifo=$INST/$1.in out=$INST/$1.out fd
   shift 2
   rm -f "$fifo" "$out"
   mkfifo "$fifo"
-  if [[ $who == root ]]; then
-    "$@" <"$fifo" >"$out" 2>&1 9>&- &
-  else
-    setpriv --reuid="$who" --regid=65534 --clear-groups "$@" <"$fifo" >"$out" 2>&1 9>&- &
-  fi
+  setpriv --reuid="$who" --regid=65534 --clear-groups "$@" <"$fifo" >"$out" 2>&1 9>&- &
   HOLDER_PID[$name]=$!
   on_exit "kill ${HOLDER_PID[$name]} 2>/dev/null"
   exec {fd}>"$fifo"
@@ -93,20 +96,18 @@ for mode in anon memfd sysv clonevm; do
     "$mode: with its memfd closed, nobody's release is still refused while the victim's mappings cannot be read"
   expect_err "promised to other users" "$mode: the refusal says why"
 
-  # --- the attacker is root: every process is read ---
-  OUT=$("$HELPER" 4 2>&1) || fail "$mode: root's grant: $OUT"
-  expect_eq "$(real_nr)" $((start + 10)) "$mode: root granted 4"
-  holder r root "$INST/tools/hugetlb_hold" --memfd 2
-  expect_eq "$LINE" "held 2" "$mode: root holds 2 of its pages in a memfd"
-  set +e
-  OUT=$("$HELPER" --release 2>&1)
-  RC=$?
-  set -e
-  expect_eq "$RC/$(real_nr)/$(held_by 0)" "1/$((start + 8))/2" \
-    "$mode: root's release gives back its 2 free pages, keeps the 2 in its memfd charged, leaves the victim's 2 ($OUT)"
-  victim_maps_rest "$mode (root)"
+  # --- the attacker's release reads every process (euid 0, as the epilog) ---
+  as_user 4545 4
+  expect_eq "$RC/$(real_nr)" "0/$((start + 10))" "$mode: uid 4545 granted 4"
+  holder r 4545 "$INST/tools/hugetlb_hold" --memfd 2
+  expect_eq "$LINE" "held 2" "$mode: uid 4545 holds 2 of its pages in a memfd"
+  privileged_release 4545
+  expect_eq "$RC/$(real_nr)/$(held_by 4545)" "1/$((start + 8))/2" \
+    "$mode: the release gives back its 2 free pages, keeps the 2 in its memfd charged, leaves the victim's 2 ($OUT)"
+  victim_maps_rest "$mode (every process read)"
   drop r
-  OUT=$("$HELPER" --release 2>&1) || fail "$mode: root's last release: $OUT"
+  privileged_release 4545
+  expect_rc 0 "$mode: uid 4545's last release"
   drop v
   as_user 4242 --release
   expect_rc 0 "$mode: the victim's release once its processes have ended"
