@@ -40,7 +40,9 @@ static const hp_option_desc table[HP_OPT_COUNT] = {
     [HP_OPT_STATS] = CHOICE("HUGEPOOL_STATS", HP_STATS_OFF, HP_STATS_OFF, "0|1|json", 0,
                             "`1`: print statistics as text at exit; `json`: as one JSON line"),
     [HP_OPT_STATS_FILE] = TEXT("HUGEPOOL_STATS_FILE",
-                               "write the exit statistics to this file instead of stderr (never through a symlink); "
+                               "write the exit statistics to this file instead of stderr: a new file, or one this user owns "
+                               "replaced whole; a symlink, FIFO or another user's file there is left as it is (the "
+                               "statistics then go to stderr, with one warning); "
                                "`%p` pid, `%r` MPI rank (from `PMI_RANK`, `PMIX_RANK`, `OMPI_COMM_WORLD_RANK`, "
                                "`MPI_LOCALRANKID`, `SLURM_PROCID`; `norank` outside MPI), `%h` host; none from a "
                                "process that made no hugepool allocation"),

@@ -103,8 +103,10 @@ HP_INTERNAL ssize_t os_read_file(const char *path, char *buf, size_t len);
 /* Writes all of data, retrying after EINTR and short writes. */
 HP_INTERNAL int os_write_all(int fd, const void *data, size_t len);
 HP_INTERNAL void os_write_stderr(const char *text, size_t len);
-/* Creates or truncates the file at path (0644, never through a symlink)
- * and writes data to it. */
+/* Writes data to a new file at path (0644 less the umask), or replaces
+ * this user's own regular file there with a new one; never opens what is
+ * there, never blocks.  -1 with EEXIST when something else is there
+ * (a symlink, a FIFO, another user's file): left as it is. */
 HP_INTERNAL int os_write_file(const char *path, const char *data, size_t len);
 HP_INTERNAL int os_pipe(int fds[2]);
 /* Reads one byte from a pipe: 1, 0 at end of file, or -1. */

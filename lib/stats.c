@@ -270,8 +270,11 @@ void stats_print_at_exit(void) {
     os_write_stderr(text, len);
     return;
   }
-  if (os_write_file(path, text, len) != 0) {
+  if (os_write_file(path, text, len) == 0) return;
+  if (errno == EEXIST) /* planted by someone, or not a file: never written into */
+    hp_warn("cannot write statistics to %s: it exists and is not a regular file of this user (left as it is); "
+            "printing them here", path);
+  else
     hp_warn("cannot write statistics to %s: %s; printing them here", path, strerror(errno));
-    os_write_stderr(text, len);
-  }
+  os_write_stderr(text, len);
 }

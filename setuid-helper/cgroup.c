@@ -110,7 +110,7 @@ int cg_detect(struct cg_hier *h, char *why, size_t whylen) {
   if (v2[0] != '\0') {
     char path[sizeof h->mnt + 32];
     snprintf(path, sizeof path, "%s/cgroup.controllers", v2);
-    if (read_small(path, ctrl, sizeof ctrl, &len) == 0 && has_token(ctrl, "hugetlb", ' ')) {
+    if (sysfs_read_small(path, ctrl, sizeof ctrl, &len) == 0 && has_token(ctrl, "hugetlb", ' ')) {
       h->v2 = 1;
       memcpy(h->mnt, v2, sizeof h->mnt);
       return 0;
@@ -193,7 +193,7 @@ int cg_job_limit_read(int jobfd, const struct cg_hier *h, unsigned size_kb, int 
   cg_file(h, size_kb, fault, what, name, sizeof name);
   fd = openat(jobfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return -1;
-  rc = read_fd_all(fd, buf, sizeof buf, &len);
+  rc = sysfs_read_fd(fd, buf, sizeof buf, &len);
   close(fd);
   if (rc != 0) return -1;
   if (len > 0 && buf[len - 1] == '\n') buf[--len] = '\0';
@@ -214,7 +214,7 @@ int cg_task_cgroup(const struct cg_hier *h, const char *pid, char *out, size_t c
   size_t len;
   char *line, *save = NULL;
   snprintf(path, sizeof path, "/proc/%s/cgroup", pid);
-  if (read_small(path, buf, sizeof buf, &len) != 0) return -1;
+  if (sysfs_read_small(path, buf, sizeof buf, &len) != 0) return -1;
   for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
     char *c1 = strchr(line, ':'), *c2 = c1 != NULL ? strchr(c1 + 1, ':') : NULL;
     if (c2 == NULL) continue;
@@ -261,7 +261,7 @@ int cg_caller_job(uid_t uid, struct cg_job *j, char *why, size_t whylen) {
   snprintf(reg, sizeof reg, RESERVE_JOBS_DIR "/%llu", job);
   fd = open(reg, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
-      read_fd_all(fd, buf, sizeof buf, &len) != 0) {
+      sysfs_read_fd(fd, buf, sizeof buf, &len) != 0) {
     if (fd >= 0) close(fd);
     snprintf(why, whylen, "this process is in the hugetlb cgroup of job %llu, which is not registered", job);
     return -1;

@@ -61,7 +61,7 @@ int reserve_load_config(struct reserve_config *c, char *err, size_t errlen) {
              RESERVE_CONF_FILE);
     return -1;
   }
-  rc = read_fd_all(fd, buf, sizeof buf, &len);
+  rc = sysfs_read_fd(fd, buf, sizeof buf, &len);
   close(fd);
   if (rc != 0) {
     snprintf(err, errlen, "cannot read config %s (at most %d bytes)", RESERVE_CONF_FILE, RESERVE_CONF_MAX);

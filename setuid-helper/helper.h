@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool-reserve: what the privileged files share among themselves.
  *
- * sysfs.c    reads the kernel: pool files, meminfo, /proc/<pid>/status
- * state.c    the lock, the grant table and its intent record, the job registry
- * audit.c    the audit log (calls nothing else here)
- * config.c   loading the site config (parse.c parses it)
- * pool.c     authorization, grant, status
- * release.c  the release and the rule that keeps other users' pages
- * cgroup.c   per-job hugetlb cgroups: detection, the job's reservation limit
- * limits.c   a user's job limits never exceed the user's grants
- * fake.c     test build only: plays the kernel's part in a fake tree
+ * sysfs.c      reads the kernel: pool files, meminfo, /proc/<pid>/status
+ * usage.c      what users' processes hold of the pool (each page once)
+ * state.c      the lock, the grant table and its intent record, the job registry
+ * audit.c      the audit log (calls nothing else here)
+ * config.c     loading the site config (parse.c parses it)
+ * authorize.c  who may ask
+ * pool.c       grant, status
+ * release.c    the release and the rule that keeps other users' pages
+ * cgroup.c     per-job hugetlb cgroups: detection, the job's reservation limit
+ * limits.c     a user's job limits never exceed the user's grants
+ * fake.c       test build only: plays the kernel's part in a fake tree
  *
- * Nothing here is visible outside the helper or the Slurm plugin.
+ * Nothing here is visible outside the helper or the Slurm plugin.  A
+ * function a file offers the others is named for that file (sysfs_*,
+ * usage_*, state_*, cg_* for cgroup.c, limits_*); what the core offers the
+ * helper's main and the plugin is reserve_* (reserve.h, which says where).
  */
 #ifndef HUGEPOOL_RESERVE_HELPER_H
 #define HUGEPOOL_RESERVE_HELPER_H
@@ -48,29 +53,29 @@
 
 /* ---- sysfs.c ---- */
 
-int read_fd_all(int fd, char *buf, size_t cap, size_t *len);
-int read_small(const char *path, char *buf, size_t cap, size_t *len);
-int read_ull(const char *path, unsigned long long *v);
-int write_ull(const char *path, unsigned long long v);
+int sysfs_read_fd(int fd, char *buf, size_t cap, size_t *len);
+int sysfs_read_small(const char *path, char *buf, size_t cap, size_t *len);
+int sysfs_read_ull(const char *path, unsigned long long *v);
+int sysfs_write_ull(const char *path, unsigned long long v);
 
 struct pool_state {
   unsigned long long nr, free, resv, surplus;
 };
 /* node -1: the machine-wide pool of that page size. */
-int pool_path(char *buf, size_t cap, int node, unsigned size_kb, const char *what);
-int pool_file_read(int node, unsigned size_kb, const char *what, unsigned long long *v);
-int pool_read(int node, unsigned size_kb, struct pool_state *st);
-unsigned long long pool_spare(const struct pool_state *st);
+int sysfs_pool_path(char *buf, size_t cap, int node, unsigned size_kb, const char *what);
+int sysfs_pool_file_read(int node, unsigned size_kb, const char *what, unsigned long long *v);
+int sysfs_pool_read(int node, unsigned size_kb, struct pool_state *st);
+unsigned long long sysfs_pool_spare(const struct pool_state *st);
 /* Writes nr_hugepages (fake.c in the test build). */
-int pool_write_nr(int node, unsigned size_kb, unsigned long long nr);
+int sysfs_pool_write_nr(int node, unsigned size_kb, unsigned long long nr);
 /* The NUMA nodes (nodeN directories), in order; returns how many. */
-size_t node_list(int *nodes, size_t cap);
+size_t sysfs_node_list(int *nodes, size_t cap);
 
 struct meminfo {
   unsigned long long total_kb, avail_kb, hugetlb_kb;
 };
-int meminfo_read(struct meminfo *m);
-int node_meminfo_read(int node, struct meminfo *m);
+int sysfs_meminfo_read(struct meminfo *m);
+int sysfs_node_meminfo_read(int node, struct meminfo *m);
 
 /* What is read of a /proc/<pid>/status, whatever its length (a caller with
  * thousands of groups).  0, or -1 with errno (EPROTO: no Uid:/Gid: line, a
@@ -80,17 +85,22 @@ struct proc_status {
   unsigned long long hugetlb_kb; /* 0 without a HugetlbPages: line (kernel threads) */
   int have;                      /* 1: Uid: seen, 2: Gid: seen */
 };
-int proc_status_read(int fd, struct proc_status *ps);
+int sysfs_proc_status_read(int fd, struct proc_status *ps);
 
-/* Hugetlb memory (kB) mapped by the caller's processes and by those of each
- * other user of the grant table. */
+/* ---- usage.c ---- */
+
+/* Hugetlb memory (kB) the caller's processes hold (counted over, never
+ * under) and each other user of the grant table's surely hold (each page
+ * once; under, never over).  0, or -1 with errno (fail closed). */
 struct usage {
   size_t n;
   uid_t uid[RESERVE_MAX_GRANTS];
   unsigned long long kb[RESERVE_MAX_GRANTS];
   unsigned long long caller_kb;
 };
-int procs_hugetlb(const struct reserve_grants *gs, uid_t caller, struct usage *u);
+int usage_read(const struct reserve_grants *gs, uid_t caller, struct usage *u);
+/* kcmp(KCMP_VM): 0 the same mm, 1 or 2 not, -1 unknown (fake.c in the test build). */
+int usage_mm_compare(pid_t a, pid_t b);
 
 /* ---- state.c ---- */
 
@@ -106,19 +116,19 @@ int state_open(const struct reserve_caller *who, struct state *s, int exclusive,
 int state_write(struct state *s);
 void state_close(struct state *s);
 /* fsync of the table (fake.c in the test build). */
-int table_sync(int fd);
-struct reserve_grant_entry *grant_find(struct reserve_grants *gs, uid_t uid, int node, unsigned size_kb);
+int state_table_sync(int fd);
+struct reserve_grant_entry *state_grant_find(struct reserve_grants *gs, uid_t uid, int node, unsigned size_kb);
 
 struct settled {
   unsigned long long came;    /* pages the pool had gained */
   unsigned long long now;     /* nr_hugepages at the end */
   unsigned long long charged; /* pages charged to the intent's user */
 };
-int intent_settle(struct state *s, struct settled *out);
+int state_intent_settle(struct state *s, struct settled *out);
 /* The jobs of uid in the root-owned registry, but except_job: how many (-1
  * with E2BIG when more than cap; -1 with errno when the registry or one of
  * its entries cannot be read: never "no jobs"). */
-int registry_jobs(uid_t uid, unsigned long except_job, unsigned long *jobs, size_t cap);
+int state_registry_jobs(uid_t uid, unsigned long except_job, unsigned long *jobs, size_t cap);
 
 /* ---- cgroup.c ---- */
 
@@ -179,18 +189,18 @@ struct user_jobs {
   unsigned long job[RESERVE_MAX_JOBS];
   unsigned long long limit[RESERVE_MAX_JOBS], allow[RESERVE_MAX_JOBS], used[RESERVE_MAX_JOBS];
 };
-unsigned long long grants_of_size(const struct reserve_grants *gs, uid_t uid, unsigned size_kb);
+unsigned long long limits_grants_of_size(const struct reserve_grants *gs, uid_t uid, unsigned size_kb);
 /* 0 (n may be 0: no controller, no jobs), or -1 with errno (fail closed). */
-int jobs_load(uid_t uid, unsigned size_kb, struct user_jobs *uj);
+int limits_jobs_load(uid_t uid, unsigned size_kb, struct user_jobs *uj);
 /* Sum of the jobs' limits beyond their allowance (except one job: 0 for none). */
-unsigned long long jobs_charged(const struct user_jobs *uj, unsigned long except);
+unsigned long long limits_jobs_charged(const struct user_jobs *uj, unsigned long except);
 /* What the jobs have reserved beyond their allowance: no limit goes lower. */
-unsigned long long jobs_reserved(const struct user_jobs *uj);
-/* Lowers the limits until jobs_charged <= budget, job keep last.  0, or -1
+unsigned long long limits_jobs_reserved(const struct user_jobs *uj);
+/* Lowers the limits until limits_jobs_charged <= budget, job keep last.  0, or -1
  * with errno (EBUSY: the jobs have reserved more than budget; nothing written). */
-int jobs_fit(struct user_jobs *uj, unsigned long long budget, unsigned long keep);
+int limits_jobs_fit(struct user_jobs *uj, unsigned long long budget, unsigned long keep);
 /* A job's limit (~0: not one of the user's limited jobs) and allowance. */
-unsigned long long job_limit_of(const struct user_jobs *uj, unsigned long job, unsigned long long *allow);
+unsigned long long limits_job_limit_of(const struct user_jobs *uj, unsigned long job, unsigned long long *allow);
 
 #pragma GCC visibility pop
 

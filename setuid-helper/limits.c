@@ -40,7 +40,7 @@
 
 #include "helper.h"
 
-unsigned long long grants_of_size(const struct reserve_grants *gs, uid_t uid, unsigned size_kb) {
+unsigned long long limits_grants_of_size(const struct reserve_grants *gs, uid_t uid, unsigned size_kb) {
   unsigned long long n = 0;
   size_t i;
   for (i = 0; i < gs->n; i++)
@@ -58,7 +58,7 @@ static int job_iso(unsigned long job, char *buf, size_t cap) {
   snprintf(path, sizeof path, RESERVE_JOBS_DIR "/%lu.iso", job);
   fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) return -1;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && read_fd_all(fd, buf, cap, &len) == 0) {
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && sysfs_read_fd(fd, buf, cap, &len) == 0) {
     buf[strcspn(buf, "\n")] = '\0';
     rc = 0;
   }
@@ -105,13 +105,13 @@ static int job_read(struct user_jobs *uj, unsigned long job) {
   return 1;
 }
 
-int jobs_load(uid_t uid, unsigned size_kb, struct user_jobs *uj) {
+int limits_jobs_load(uid_t uid, unsigned size_kb, struct user_jobs *uj) {
   unsigned long jobs[RESERVE_MAX_JOBS];
   char why[256];
   int n, i;
   uj->n = 0;
   uj->size_kb = size_kb;
-  n = registry_jobs(uid, 0, jobs, RESERVE_MAX_JOBS);
+  n = state_registry_jobs(uid, 0, jobs, RESERVE_MAX_JOBS);
   if (n < 0) return -1;
   if (cg_detect(&uj->h, why, sizeof why) != 0) {
     /* No controller seen: no limits, unless the prolog made one for a job
@@ -132,7 +132,7 @@ static unsigned long long charged(const struct user_jobs *uj, size_t k) {
   return uj->limit[k] > uj->allow[k] ? uj->limit[k] - uj->allow[k] : 0;
 }
 
-unsigned long long jobs_charged(const struct user_jobs *uj, unsigned long except) {
+unsigned long long limits_jobs_charged(const struct user_jobs *uj, unsigned long except) {
   unsigned long long n = 0;
   size_t k;
   for (k = 0; k < uj->n; k++)
@@ -147,7 +147,7 @@ static unsigned long long floor_of(const struct user_jobs *uj, size_t k) {
   return f < charged(uj, k) ? f : charged(uj, k);
 }
 
-unsigned long long jobs_reserved(const struct user_jobs *uj) {
+unsigned long long limits_jobs_reserved(const struct user_jobs *uj) {
   unsigned long long n = 0;
   size_t k;
   for (k = 0; k < uj->n; k++) n += floor_of(uj, k);
@@ -163,15 +163,15 @@ static int job_lower(struct user_jobs *uj, size_t k, unsigned long long to) {
   return rc;
 }
 
-int jobs_fit(struct user_jobs *uj, unsigned long long budget, unsigned long keep) {
+int limits_jobs_fit(struct user_jobs *uj, unsigned long long budget, unsigned long keep) {
   unsigned long long left, give;
   size_t k, pass;
-  if (jobs_charged(uj, 0) <= budget) return 0;
-  if (jobs_reserved(uj) > budget) {
+  if (limits_jobs_charged(uj, 0) <= budget) return 0;
+  if (limits_jobs_reserved(uj) > budget) {
     errno = EBUSY;
     return -1;
   }
-  left = budget - jobs_reserved(uj);
+  left = budget - limits_jobs_reserved(uj);
   for (pass = 0; pass < 2; pass++) /* the job to keep first, then the others in registry order */
     for (k = 0; k < uj->n; k++) {
       if ((uj->job[k] == keep) != (pass == 0)) continue;
@@ -184,7 +184,7 @@ int jobs_fit(struct user_jobs *uj, unsigned long long budget, unsigned long keep
   return 0;
 }
 
-unsigned long long job_limit_of(const struct user_jobs *uj, unsigned long job, unsigned long long *allow) {
+unsigned long long limits_job_limit_of(const struct user_jobs *uj, unsigned long job, unsigned long long *allow) {
   size_t k;
   for (k = 0; k < uj->n; k++)
     if (uj->job[k] == job) {

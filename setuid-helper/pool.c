@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE /* dprintf */
-/* hugepool-reserve: who may ask, granting pages, the status.  Shared by
- * the helper and the Slurm plugin; it never execs, never uses a shell.
- * Rules kept:
+/* hugepool-reserve: granting pages, the status (who may ask: authorize.c).
+ * Shared by the helper and the Slurm plugin; it never execs, never uses a
+ * shell.  Rules kept:
  *
  *  1. The config is the one config.c loaded under its rules (no symlink,
  *     root-owned, not writable by group or others); anything else refuses
  *     everything.
- *  2. Only members of the config's group (or root) may ask; with
- *     require_job, only owners of a job on the node (root-owned registry
- *     entries only).  Others get --status's pool figures (world-readable
- *     sysfs numbers) and no more: no lock, no grant table, no cgroup.
+ *  2. Only a caller authorize.c allowed gets here; others get --status's
+ *     pool figures (world-readable sysfs numbers) and no more: no lock, no
+ *     grant table, no cgroup.
  *  3. Every limit is computed from the kernel's numbers at the time of the
  *     request, under the lock: max_pages per user, max_fraction and
  *     min_free_mb for the machine and for a --node grant's node.
@@ -28,44 +27,12 @@
  *     to PAGES (never raised by a sum) only after the pool has grown.
  */
 #include <errno.h>
-#include <grp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "helper.h"
-
-/* ---- authorization ---- */
-
-int reserve_authorize(const struct reserve_config *c, const struct reserve_caller *who, char *err, size_t errlen) {
-  const struct group *gr;
-  int i, member = 0;
-  if (who->uid == 0) return 0;
-  gr = getgrnam(c->group);
-  if (gr == NULL) {
-    snprintf(err, errlen, "group '%s' from the config does not exist", c->group);
-    return -1;
-  }
-  member = who->gid == gr->gr_gid;
-  for (i = 0; i < who->ngroups && !member; i++) member = who->groups[i] == gr->gr_gid;
-  if (!member) {
-    snprintf(err, errlen,
-             "you are not in group '%s', whose members may reserve pages: ask your administrator to add you to "
-             "'%s' (--status works without it)",
-             c->group, c->group);
-    return -1;
-  }
-  if (c->require_job && (i = reserve_user_has_job(who->uid, 0)) <= 0) {
-    if (i < 0)
-      snprintf(err, errlen, "the Slurm job registry %s cannot be read (%s): ask your administrator", RESERVE_JOBS_DIR,
-               strerror(errno));
-    else
-      snprintf(err, errlen, "you have no Slurm job running on this node");
-    return -1;
-  }
-  return 0;
-}
 
 /* ---- grant ---- */
 
@@ -100,11 +67,11 @@ static int memory_limits(const struct reserve_config *c, int node, unsigned long
   char where[32] = "";
   if (node >= 0) {
     snprintf(where, sizeof where, " on node %d", node);
-    if (node_meminfo_read(node, &mi) != 0) {
+    if (sysfs_node_meminfo_read(node, &mi) != 0) {
       snprintf(msg, msglen, "cannot read the meminfo of node %d", node);
       return -1;
     }
-  } else if (meminfo_read(&mi) != 0) {
+  } else if (sysfs_meminfo_read(&mi) != 0) {
     snprintf(msg, msglen, "cannot read meminfo");
     return -1;
   }
@@ -157,15 +124,15 @@ struct grant_plan {
 static int grant_plan_job(const struct reserve_caller *who, const struct reserve_request *rq, const struct cg_job *jc,
                           struct state *s, struct grant_plan *p, char *msg, size_t msglen) {
   struct user_jobs uj;
-  unsigned long long held = grants_of_size(&s->gs, who->uid, rq->size_kb), has, allow, need;
+  unsigned long long held = limits_grants_of_size(&s->gs, who->uid, rq->size_kb), has, allow, need;
   char node[16];
   reserve_node_name(node, sizeof node, rq->node);
-  if (jobs_load(who->uid, rq->size_kb, &uj) != 0 || jobs_fit(&uj, held, jc->job) != 0) {
+  if (limits_jobs_load(who->uid, rq->size_kb, &uj) != 0 || limits_jobs_fit(&uj, held, jc->job) != 0) {
     snprintf(msg, msglen, "the reservation limits of your jobs could not be %s (%s): nothing changed",
              errno == EBUSY ? "lowered to what you hold" : "read", strerror(errno));
     return RESERVE_FAIL;
   }
-  has = job_limit_of(&uj, jc->job, &allow);
+  has = limits_job_limit_of(&uj, jc->job, &allow);
   if (has == ~0ULL) return RESERVE_OK; /* not limited: a grant as outside a job */
   if (rq->pages <= has) {
     snprintf(msg, msglen, "your job %lu may already reserve %llu pages of %u kB (you hold %llu on node %s)", jc->job,
@@ -173,7 +140,7 @@ static int grant_plan_job(const struct reserve_caller *who, const struct reserve
     p->done = 1;
     return RESERVE_OK;
   }
-  need = jobs_charged(&uj, jc->job) + (rq->pages > allow ? rq->pages - allow : 0);
+  need = limits_jobs_charged(&uj, jc->job) + (rq->pages > allow ? rq->pages - allow : 0);
   p->want = p->cur + (need > held ? need - held : 0);
   p->job_to = rq->pages;
   return RESERVE_OK;
@@ -186,11 +153,11 @@ static int grant_plan(const struct reserve_config *c, const struct reserve_calle
   int rc;
   reserve_node_name(node, sizeof node, rq->node);
   memset(p, 0, sizeof *p);
-  if (pool_read(rq->node, rq->size_kb, &p->st) != 0) {
+  if (sysfs_pool_read(rq->node, rq->size_kb, &p->st) != 0) {
     snprintf(msg, msglen, "no %u kB pool on node %s", rq->size_kb, node);
     return RESERVE_FAIL;
   }
-  p->g = grant_find(&s->gs, who->uid, rq->node, rq->size_kb);
+  p->g = state_grant_find(&s->gs, who->uid, rq->node, rq->size_kb);
   p->cur = p->want = p->g != NULL ? p->g->pages : 0;
   if (jc != NULL && cg_job_limit_ok(jc, rq->size_kb) != 0) { /* before anything changes */
     snprintf(msg, msglen, "the reservation limit of your job's cgroup %s is not one the helper may raise: %s", jc->path,
@@ -224,10 +191,10 @@ static int grant_grow(const struct reserve_caller *who, const struct reserve_req
     snprintf(msg, msglen, "cannot record the grant (%s); nothing changed", strerror(errno));
     return RESERVE_FAIL;
   }
-  (void)pool_write_nr(rq->node, rq->size_kb, p->st.nr + p->delta); /* a short or failed write: settled below */
-  if (intent_settle(s, &r) != 0) {
+  (void)sysfs_pool_write_nr(rq->node, rq->size_kb, p->st.nr + p->delta); /* a short or failed write: settled below */
+  if (state_intent_settle(s, &r) != 0) {
     e = errno;
-    (void)pool_write_nr(rq->node, rq->size_kb, p->st.nr); /* the intent stays: the next call settles the rest */
+    (void)sysfs_pool_write_nr(rq->node, rq->size_kb, p->st.nr); /* the intent stays: the next call settles the rest */
     snprintf(msg, msglen, "cannot record the grant (%s); pool restored", strerror(e));
     l->outcome = "error";
     return RESERVE_FAIL;
@@ -267,7 +234,7 @@ static int grant_locked(const struct reserve_config *c, const struct reserve_cal
                                                       NULL, 0};
   if (p.done) return RESERVE_OK;
   if (p.delta > 0 && (rc = grant_grow(who, rq, s, &p, l, msg, msglen)) != RESERVE_OK) return rc;
-  holds = grants_of_size(&s->gs, who->uid, rq->size_kb);
+  holds = limits_grants_of_size(&s->gs, who->uid, rq->size_kb);
   if (p.job_to == 0 || jc == NULL) {
     snprintf(msg, msglen, "granted: you hold %llu pages of %u kB on node %s (pool %llu -> %llu)", p.want, rq->size_kb,
              node, p.st.nr, l->after);
@@ -324,12 +291,12 @@ static void status_size(int fd, unsigned size_kb) {
   struct pool_state st;
   int nodes[RESERVE_MAX_NODE + 1];
   size_t n, i;
-  if (pool_read(-1, size_kb, &st) != 0) return;
+  if (sysfs_pool_read(-1, size_kb, &st) != 0) return;
   dprintf(fd, "%u kB pages, all nodes: total %llu free %llu reserved %llu surplus %llu\n", size_kb, st.nr, st.free,
           st.resv, st.surplus);
-  n = node_list(nodes, sizeof nodes / sizeof nodes[0]);
+  n = sysfs_node_list(nodes, sizeof nodes / sizeof nodes[0]);
   for (i = 0; i < n; i++)
-    if (pool_read(nodes[i], size_kb, &st) == 0)
+    if (sysfs_pool_read(nodes[i], size_kb, &st) == 0)
       dprintf(fd, "  node %d: total %llu free %llu surplus %llu\n", nodes[i], st.nr, st.free, st.surplus);
 }
 

@@ -30,9 +30,10 @@
 /* Pages of size_kb that other users' grants may still need in one pool:
  * node -2 means every pool of that size (the machine-wide count), else one
  * NUMA node's pool (-1: grants on any node).  A user's unmapped memory is
- * their grants less what their processes map; the kernel reports one
- * HugetlbPages total for every size and node, so each pool is assumed to
- * hold all of it, up to the user's grants there (the safe direction). */
+ * their grants less what their processes surely map (usage.c: each page
+ * once, nothing it cannot read); that is one total for every size and node,
+ * so each pool is assumed to hold all of it, up to the user's grants there
+ * (the safe direction). */
 static unsigned long long promised(const struct reserve_grants *gs, const struct usage *u, uid_t caller, int node,
                                    unsigned size_kb) {
   unsigned long long total = 0;
@@ -67,9 +68,9 @@ static unsigned long long node_room(const struct reserve_grants *gs, const struc
                                     unsigned size_kb) {
   struct pool_state st;
   unsigned long long need;
-  if (pool_read(node, size_kb, &st) != 0) return 0;
+  if (sysfs_pool_read(node, size_kb, &st) != 0) return 0;
   need = promised(gs, u, caller, node, size_kb);
-  return pool_spare(&st) > need ? pool_spare(&st) - need : 0;
+  return sysfs_pool_spare(&st) > need ? sysfs_pool_spare(&st) - need : 0;
 }
 
 /* How many pages one of the caller's pools (node, or -1: any) may shrink by
@@ -82,13 +83,13 @@ static unsigned long long shrink_allowed(const struct reserve_grants *gs, const 
   unsigned long long ok, need, room = 0;
   int nodes[RESERVE_MAX_NODE + 1];
   size_t n, i;
-  if (pool_read(-1, size_kb, &st) != 0) return 0;
+  if (sysfs_pool_read(-1, size_kb, &st) != 0) return 0;
   need = promised(gs, u, caller, -2, size_kb);
-  ok = pool_spare(&st) > need ? pool_spare(&st) - need : 0;
+  ok = sysfs_pool_spare(&st) > need ? sysfs_pool_spare(&st) - need : 0;
   if (node >= 0) {
     room = node_room(gs, u, caller, node, size_kb);
   } else if (node_promises(gs, caller, size_kb)) {
-    n = node_list(nodes, sizeof nodes / sizeof nodes[0]);
+    n = sysfs_node_list(nodes, sizeof nodes / sizeof nodes[0]);
     for (i = 0; i < n; i++) room += node_room(gs, u, caller, nodes[i], size_kb);
   } else {
     return ok;
@@ -107,21 +108,21 @@ static unsigned long long shrink_pool(const struct reserve_grants *gs, const str
   size_t n, i;
   unsigned long long left;
   *before = *after = 0;
-  if (pool_read(node, size_kb, &st) != 0) return 0;
+  if (sysfs_pool_read(node, size_kb, &st) != 0) return 0;
   *before = *after = st.nr;
   if (shrink_allowed(gs, u, caller, node, size_kb) < want || st.nr < want) return 0;
   if (node >= 0 || !node_promises(gs, caller, size_kb)) {
-    (void)pool_write_nr(node, size_kb, st.nr - want);
+    (void)sysfs_pool_write_nr(node, size_kb, st.nr - want);
   } else { /* node by node, each within its own promises */
-    n = node_list(nodes, sizeof nodes / sizeof nodes[0]);
+    n = sysfs_node_list(nodes, sizeof nodes / sizeof nodes[0]);
     for (i = 0, left = want; i < n && left > 0; i++) {
       unsigned long long room = node_room(gs, u, caller, nodes[i], size_kb), nnr;
       if (room > left) room = left;
-      if (room == 0 || pool_file_read(nodes[i], size_kb, "nr_hugepages", &nnr) != 0 || nnr < room) continue;
-      if (pool_write_nr(nodes[i], size_kb, nnr - room) == 0) left -= room;
+      if (room == 0 || sysfs_pool_file_read(nodes[i], size_kb, "nr_hugepages", &nnr) != 0 || nnr < room) continue;
+      if (sysfs_pool_write_nr(nodes[i], size_kb, nnr - room) == 0) left -= room;
     }
   }
-  if (pool_file_read(node, size_kb, "nr_hugepages", after) != 0) *after = st.nr;
+  if (sysfs_pool_file_read(node, size_kb, "nr_hugepages", after) != 0) *after = st.nr;
   return st.nr > *after ? (st.nr - *after < want ? st.nr - *after : want) : 0;
 }
 
@@ -156,8 +157,9 @@ static const struct user_jobs *jobs_of(const struct release *r, unsigned size_kb
 }
 
 /* What one of the caller's pools keeps (still charged), and why: what the
- * caller's processes map (one total for every page size and node: each pool
- * keeps enough to cover all of it, the safe direction), at least what the
+ * caller's processes map or hold open (usage.c, counted high; one total for
+ * every page size and node: each pool keeps enough to cover all of it, the
+ * safe direction), at least what the
  * caller's jobs have reserved of that size; everything if either count
  * cannot be made (fail closed). */
 static unsigned long long release_keep(const struct release *r, const struct reserve_grant_entry *g, char *why,
@@ -169,12 +171,12 @@ static unsigned long long release_keep(const struct release *r, const struct res
     return g->pages;
   }
   keep = (r->u.caller_kb + g->size_kb - 1) / g->size_kb;
-  jobs = jobs_reserved(jobs_of(r, g->size_kb));
+  jobs = limits_jobs_reserved(jobs_of(r, g->size_kb));
   if (jobs > keep) {
     keep = jobs;
     snprintf(why, cap, "your jobs have reserved %llu pages of %u kB", jobs, g->size_kb);
   } else {
-    snprintf(why, cap, "your processes still map %llu kB of hugetlb memory", r->u.caller_kb);
+    snprintf(why, cap, "your processes still hold %llu kB of hugetlb memory", r->u.caller_kb);
   }
   return keep > g->pages ? g->pages : keep;
 }
@@ -226,7 +228,7 @@ static int release_fit(struct release *r) {
   size_t i;
   for (i = 0; i < 2; i++) {
     struct user_jobs *uj = &r->uj[i];
-    if (uj->n > 0 && jobs_fit(uj, grants_of_size(&r->s.gs, r->who->uid, uj->size_kb), 0) != 0) {
+    if (uj->n > 0 && limits_jobs_fit(uj, limits_grants_of_size(&r->s.gs, r->who->uid, uj->size_kb), 0) != 0) {
       int e = errno;
       append(r->msg, r->msglen, &r->used,
              "nothing released: the reservation limits of your jobs could not be lowered to what you keep: %s\n",
@@ -314,8 +316,9 @@ int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen) 
     free(r);
     return rc == -2 ? RESERVE_BUSY : RESERVE_FAIL;
   }
-  if (procs_hugetlb(&r->s.gs, who->uid, &r->u) != 0) r->procs_err = errno != 0 ? errno : EIO;
-  if (jobs_load(who->uid, RESERVE_PAGE_2M, &r->uj[0]) != 0 || jobs_load(who->uid, RESERVE_PAGE_1G, &r->uj[1]) != 0)
+  if (usage_read(&r->s.gs, who->uid, &r->u) != 0) r->procs_err = errno != 0 ? errno : EIO;
+  if (limits_jobs_load(who->uid, RESERVE_PAGE_2M, &r->uj[0]) != 0 ||
+      limits_jobs_load(who->uid, RESERVE_PAGE_1G, &r->uj[1]) != 0)
     r->jobs_err = errno != 0 ? errno : EIO;
   rc = release_locked(r);
   state_close(&r->s);

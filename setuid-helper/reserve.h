@@ -4,8 +4,9 @@
  * parse.c   pure parsers (numbers, arguments, config, grant table); no I/O,
  *           so the fuzz target and the unit tests call them directly; the
  *           config's parser is declared in config-parse.h (the doctor's).
- * the rest  the privileged core (pool.c, release.c, state.c, sysfs.c; see
- *           helper.h), linked into the helper and the Slurm SPANK plugin.
+ * the rest  the privileged core (see helper.h), linked into the helper and
+ *           the Slurm SPANK plugin; its reserve_* functions below say which
+ *           file holds them.
  */
 #ifndef HUGEPOOL_RESERVE_H
 #define HUGEPOOL_RESERVE_H
@@ -100,28 +101,32 @@ struct reserve_caller {
  * epilog can retry. */
 enum { RESERVE_OK = 0, RESERVE_FAIL = 1, RESERVE_USAGE = 2, RESERVE_BUSY = 3 };
 
-/* Is RLIMIT_FSIZE (soft, raised to the hard limit if needed) large enough to
- * rewrite the grant table in one piece?  1 yes, 0 no. */
+/* state.c: is RLIMIT_FSIZE (soft, raised to the hard limit if needed) large
+ * enough to rewrite the grant table in one piece?  1 yes, 0 no. */
 int reserve_fsize_ok(void);
 /* Is RLIMIT_NOFILE (soft, raised to the hard limit if needed) large enough
  * for every file a call opens at once?  1 yes, 0 no. */
 int reserve_nofile_ok(void);
-/* Loads and checks the root-owned config file (owner, mode, type). */
+/* config.c: loads and checks the root-owned config file (owner, mode, type). */
 int reserve_load_config(struct reserve_config *c, char *err, size_t errlen);
-/* Is the caller in the configured group (or root), owner of a job if required? */
+/* authorize.c: is the caller in the configured group (or root), owner of a
+ * job if required? */
 int reserve_authorize(const struct reserve_config *c, const struct reserve_caller *who, char *err, size_t errlen);
+/* pool.c: a grant, the status. */
 int reserve_grant(const struct reserve_config *c, const struct reserve_caller *who, const struct reserve_request *rq,
                   char *msg, size_t msglen);
-int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen);
 int reserve_status(const struct reserve_caller *who, int fd);
 int reserve_status_pool(int fd, const char *why);
-/* Slurm job registry (root only): who owns which job on this node. */
+/* release.c */
+int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen);
+/* state.c: the Slurm job registry (written by root only): who owns which
+ * job on this node. */
 int reserve_job_register(unsigned long job, uid_t uid);
 int reserve_job_unregister(unsigned long job);
 /* 1: uid owns a registered job (but except_job), 0: none, -1: the registry
  * cannot be read (errno; fail closed: neither "yes" nor "no"). */
 int reserve_user_has_job(uid_t uid, unsigned long except_job);
-/* Audit to syslog(LOG_AUTHPRIV). */
+/* audit.c: one line to syslog(LOG_AUTHPRIV). */
 void reserve_audit(const struct reserve_caller *who, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #ifdef __cplusplus

@@ -34,8 +34,9 @@
  *  5. With require_isolation, nothing is granted to a job whose cgroup cannot
  *     be set up, and its tasks never run; without it, the job runs unisolated
  *     and says so in its output and the audit log.
- *  6. Registry files (<job>, <job>.failed, <job>.iso) are written by root
- *     only, and read only if they are root-owned regular files.
+ *  6. Registry files (<job>, <job>.failed, <job>.iso, <job>.kept) are
+ *     written by root only, read only if they are root-owned regular files;
+ *     a prolog starts from a clean state for its job id (register_job).
  *  7. A job's leftover processes are killed at its end, never moved out of
  *     its cgroup (outside it nothing limits them); audited.
  *  8. Every limited cgroup is a registered job's (limits.c counts only
@@ -92,8 +93,7 @@ static void write_job_file(uint32_t job, const char *ext, const char *text) {
   job_file(path, sizeof path, job, ext);
   fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return;
-  if (write(fd, text, strlen(text)) < 0) {
-    /* the audit log has the reason anyway */
+  if (write(fd, text, strlen(text)) < 0) { /* the audit log has the reason anyway */
   }
   close(fd);
 }
@@ -107,17 +107,19 @@ static int read_job_file(uint32_t job, const char *ext, char *buf, size_t cap) {
   job_file(path, sizeof path, job, ext);
   fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return -1;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) {
-    close(fd);
-    return -1;
-  }
-  n = read(fd, buf, cap - 1);
+  n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 ? read(fd, buf, cap - 1) : -2;
   close(fd);
   buf[n > 0 ? n : 0] = '\0';
-  return 0;
+  return n == -2 ? -1 : 0;
 }
 
 static void record_failure(uint32_t job, const char *why) { write_job_file(job, ".failed", why); }
+
+/* Removes the job's registry files of these extensions (NULL-ended). */
+static void drop_job_files(uint32_t job, const char *const *exts) {
+  char path[256];
+  for (; *exts != NULL; exts++) job_file(path, sizeof path, job, *exts), unlink(path);
+}
 
 /* groups: room for RESERVE_MAX_GROUPS; a user with more is checked by the
  * primary group alone (fail closed). */
@@ -169,15 +171,26 @@ static int isolate_job(const struct reserve_caller *who, const struct reserve_co
   return -1;
 }
 
-/* Registers the job (its owner, for require_job and limits.c).  -1 if it
- * cannot: limits.c would never count a limit of this job, so nothing may be
- * granted and no cgroup made; said in the audit log and the node's log, and
- * to the job (`have`: it asked for --hugepages) through .failed where that
- * can be written (else task_init_privileged refuses it: record_missing). */
+static int end_isolation(const struct reserve_caller *who, uint32_t job, char *why, size_t whylen);
+
+/* Registers the job (its owner, for require_job and limits.c) from a clean
+ * state for its id, which Slurm may have used before: an earlier job's
+ * cgroup is ended as its epilog would have, then its files go (a .kept left
+ * by a clean-up would make this job count as not running, a .failed refuse
+ * it); a cgroup that cannot be ended keeps the id held, its files as they
+ * are.  -1 if the job is not registered: limits.c would never count its
+ * limit, so nothing is granted and no cgroup made; said in the audit log,
+ * the node's log, and to the job (`have`: --hugepages) through .failed where
+ * that can be written (else task_init_privileged refuses it). */
 static int register_job(const struct reserve_caller *who, uint32_t job, int have) {
-  char why[600], text[700];
-  if (reserve_job_register(job, who->uid) == 0) return 0;
-  snprintf(why, sizeof why, "cannot register the job in %s: %s", RESERVE_JOBS_DIR, strerror(errno));
+  char why[600], text[700], held[480];
+  if (end_isolation(who, job, held, sizeof held) != 0) {
+    snprintf(why, sizeof why, "job id %u is still held on this node by an earlier job: %s", (unsigned)job, held);
+  } else {
+    drop_job_files(job, (const char *const[]){".failed", ".iso", ".kept", NULL});
+    if (reserve_job_register(job, who->uid) == 0) return 0;
+    snprintf(why, sizeof why, "cannot register the job in %s: %s", RESERVE_JOBS_DIR, strerror(errno));
+  }
   reserve_audit(who, "action=register outcome=error reason=\"%s; nothing granted, no hugetlb cgroup made\"", why);
   slurm_error("hugepool: job %u: %s; nothing granted, no hugetlb cgroup made", (unsigned)job, why);
   snprintf(text, sizeof text, "--hugepages could not be granted: %s", why);
@@ -279,8 +292,8 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av) {
   (void)ac;
   (void)av;
   if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) return 0;
-  if (read_job_file(job, "", buf, sizeof buf) != 0) {
-    record_missing(sp, "the job could not be registered on this node");
+  if (read_job_file(job, "", buf, sizeof buf) != 0 || read_job_file(job, ".kept", buf, sizeof buf) == 0) {
+    record_missing(sp, "the job could not be registered on this node"); /* (.kept: the id is an earlier job's) */
     return 0;
   }
   if (read_job_file(job, ".iso", buf, sizeof buf) != 0) {
@@ -391,7 +404,7 @@ static void keep_job(const struct reserve_caller *who, uint32_t job, const char 
 static int other_jobs_running(uid_t uid, uint32_t job) {
   unsigned long jobs[RESERVE_MAX_JOBS];
   char buf[16];
-  int i, n = registry_jobs(uid, job, jobs, RESERVE_MAX_JOBS);
+  int i, n = state_registry_jobs(uid, job, jobs, RESERVE_MAX_JOBS);
   if (n < 0) return errno == E2BIG ? 1 : -1;
   for (i = 0; i < n; i++)
     if (jobs[i] > UINT32_MAX || read_job_file((uint32_t)jobs[i], ".kept", buf, sizeof buf) != 0) return 1;
@@ -417,21 +430,20 @@ static void release_user(const struct reserve_caller *who, uint32_t job) {
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av) {
   struct reserve_caller who;
   gid_t groups[RESERVE_MAX_GROUPS];
-  char path[256], why[600];
+  char why[600];
   uint32_t job;
   (void)ac;
   (void)av;
   openlog("hugepool-spank", LOG_PID, LOG_AUTHPRIV);
   if (job_caller(sp, &who, groups, &job) != 0) return 0;
-  job_file(path, sizeof path, job, ".failed");
-  unlink(path);
+  drop_job_files(job, (const char *const[]){".failed", NULL});
+  if (read_job_file(job, ".kept", why, sizeof why) == 0) return 0; /* the id is an earlier job's (register_job) */
   if (end_isolation(&who, job, why, sizeof why) != 0) {
     keep_job(&who, job, why);
     return 0;
   }
   reserve_job_unregister(job);
-  job_file(path, sizeof path, job, ".iso");
-  unlink(path);
+  drop_job_files(job, (const char *const[]){".iso", NULL});
   release_user(&who, job);
   return 0;
 }

@@ -108,9 +108,9 @@ static int kill_lock_holders(const struct reserve_caller *who, int lock_fd) {
     if (pidfd < 0) continue;
     snprintf(path, sizeof path, "/proc/%llu/status", pid);
     fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-    /* read whole, however many groups its caller has (proc_status_read) */
-    if (fd >= 0 && proc_status_read(fd, &ps) == 0 && ps.egid == st.st_gid && pidfd_send_signal(pidfd, 0, NULL, 0) == 0 &&
-        pidfd_send_signal(pidfd, SIGKILL, NULL, 0) == 0) {
+    /* read whole, however many groups its caller has (sysfs_proc_status_read) */
+    if (fd >= 0 && sysfs_proc_status_read(fd, &ps) == 0 && ps.egid == st.st_gid &&
+        pidfd_send_signal(pidfd, 0, NULL, 0) == 0 && pidfd_send_signal(pidfd, SIGKILL, NULL, 0) == 0) {
       killed++;
       reserve_audit(who, "action=recover pid=%llu outcome=killed reason=\"a hugepool-reserve held the lock for %d s\"",
                     pid, RESERVE_LOCK_WAIT_MS / 1000);
@@ -164,7 +164,7 @@ int state_open(const struct reserve_caller *who, struct state *s, int exclusive,
   }
   s->grants_fd = open(RESERVE_STATE_DIR "/grants", O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
   if (s->grants_fd < 0) goto fail_errno;
-  if (read_fd_all(s->grants_fd, s->text, sizeof s->text, &len) != 0 ||
+  if (sysfs_read_fd(s->grants_fd, s->text, sizeof s->text, &len) != 0 ||
       reserve_parse_grants(s->text, len, &s->gs) != 0) {
     snprintf(err, errlen, "grant table %s/grants is corrupt; an administrator must repair it", RESERVE_STATE_DIR);
     goto fail;
@@ -186,7 +186,7 @@ fail:
 /* ---- the grant table ---- */
 
 #ifndef HUGEPOOL_RESERVE_TEST_ROOT /* the test build can make it fail (fake.c) */
-int table_sync(int fd) { return fsync(fd); }
+int state_table_sync(int fd) { return fsync(fd); }
 #endif
 
 /* One pwrite of the whole table, checked for its full length, then
@@ -206,7 +206,7 @@ int state_write(struct state *s) {
     return -1;
   }
   w = pwrite(s->grants_fd, buf, len, 0);
-  if (w == (ssize_t)len && ftruncate(s->grants_fd, (off_t)len) == 0 && table_sync(s->grants_fd) == 0) {
+  if (w == (ssize_t)len && ftruncate(s->grants_fd, (off_t)len) == 0 && state_table_sync(s->grants_fd) == 0) {
     memcpy(s->text, buf, len); /* what a later undo in this call goes back to */
     s->text_len = len;
     return 0;
@@ -224,7 +224,7 @@ void state_close(struct state *s) {
   close(s->lock_fd); /* drops the flock */
 }
 
-struct reserve_grant_entry *grant_find(struct reserve_grants *gs, uid_t uid, int node, unsigned size_kb) {
+struct reserve_grant_entry *state_grant_find(struct reserve_grants *gs, uid_t uid, int node, unsigned size_kb) {
   size_t i;
   for (i = 0; i < gs->n; i++)
     if (gs->g[i].uid == uid && gs->g[i].node == node && gs->g[i].size_kb == size_kb) return &gs->g[i];
@@ -239,22 +239,22 @@ struct reserve_grant_entry *grant_find(struct reserve_grants *gs, uid_t uid, int
  * intent is cleared in the same table write that records the charge.
  * Returns 0, or -1 with errno (the pool unreadable, the table full or not
  * written: the intent then stays for the next call). */
-int intent_settle(struct state *s, struct settled *out) {
+int state_intent_settle(struct state *s, struct settled *out) {
   struct reserve_intent *in = &s->gs.intent;
   struct reserve_grant_entry *g;
   unsigned long long now;
-  if (pool_file_read(in->node, in->size_kb, "nr_hugepages", &now) != 0) return -1;
+  if (sysfs_pool_file_read(in->node, in->size_kb, "nr_hugepages", &now) != 0) return -1;
   out->came = now > in->before ? now - in->before : 0;
   if (out->came > in->delta) out->came = in->delta;
   out->charged = out->came;
   if (out->came > 0 && out->came < in->delta) {
-    (void)pool_write_nr(in->node, in->size_kb, in->before);
-    if (pool_file_read(in->node, in->size_kb, "nr_hugepages", &now) == 0)
+    (void)sysfs_pool_write_nr(in->node, in->size_kb, in->before);
+    if (sysfs_pool_file_read(in->node, in->size_kb, "nr_hugepages", &now) == 0)
       out->charged = now > in->before ? (now - in->before < in->delta ? now - in->before : in->delta) : 0;
   }
   out->now = now;
   if (out->charged > 0) {
-    g = grant_find(&s->gs, in->uid, in->node, in->size_kb);
+    g = state_grant_find(&s->gs, in->uid, in->node, in->size_kb);
     if (g == NULL) {
       if (s->gs.n >= RESERVE_MAX_GRANTS) {
         errno = ENOSPC;
@@ -279,7 +279,7 @@ static int intent_reconcile(const struct reserve_caller *who, struct state *s) {
   struct settled r;
   char node[16];
   reserve_node_name(node, sizeof node, in.node);
-  if (intent_settle(s, &r) != 0) {
+  if (state_intent_settle(s, &r) != 0) {
     int e = errno;
     reserve_audit(who,
                   "action=reconcile for_uid=%lu size=%ukB node=%s before=%llu delta=%llu outcome=error reason=\"%s\"",
@@ -361,7 +361,7 @@ static int registry_owner(int dir, const char *name, unsigned long long *owner) 
   struct stat st;
   int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), rc = 0;
   if (fd < 0) return errno == ENOENT ? 0 : -1; /* ENOENT: its job ended while we read */
-  if (fstat(fd, &st) != 0 || read_fd_all(fd, buf, sizeof buf, &len) != 0) {
+  if (fstat(fd, &st) != 0 || sysfs_read_fd(fd, buf, sizeof buf, &len) != 0) {
     rc = -1;
   } else if (S_ISREG(st.st_mode) && st.st_uid == 0) {
     if (len > 0 && buf[len - 1] == '\n') buf[--len] = '\0';
@@ -374,7 +374,7 @@ static int registry_owner(int dir, const char *name, unsigned long long *owner) 
 
 /* Fail closed: a registry that cannot be listed (other than absent), or an
  * entry that cannot be read, is an error, never "no jobs". */
-int registry_jobs(uid_t uid, unsigned long except_job, unsigned long *jobs, size_t cap) {
+int state_registry_jobs(uid_t uid, unsigned long except_job, unsigned long *jobs, size_t cap) {
   int dfd = registry_dir(), n = 0, r;
   DIR *d;
   struct dirent *e;
@@ -404,6 +404,6 @@ int registry_jobs(uid_t uid, unsigned long except_job, unsigned long *jobs, size
 
 int reserve_user_has_job(uid_t uid, unsigned long except_job) {
   unsigned long one;
-  int n = registry_jobs(uid, except_job, &one, 1);
+  int n = state_registry_jobs(uid, except_job, &one, 1);
   return n < 0 && errno == E2BIG ? 1 : n; /* E2BIG: more than one */
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE /* dirfd */
 /* hugepool-reserve: what the kernel says.  Reads the pool files, meminfo
- * and /proc/<pid>/status; writes nothing but nr_hugepages.  Rules kept:
+ * and /proc/<pid>/status (what processes hold is usage.c's); writes nothing
+ * but nr_hugepages.  Rules kept:
  *
  *  1. No symlink is followed: every file is opened with O_NOFOLLOW, every
  *     path built from a validated number and a compile-time prefix (a path
@@ -28,7 +29,7 @@
 
 /* ---- small files ---- */
 
-int read_fd_all(int fd, char *buf, size_t cap, size_t *len) {
+int sysfs_read_fd(int fd, char *buf, size_t cap, size_t *len) {
   size_t n = 0;
   while (n + 1 < cap) {
     ssize_t r = read(fd, buf + n, cap - 1 - n);
@@ -46,24 +47,24 @@ int read_fd_all(int fd, char *buf, size_t cap, size_t *len) {
   return 0;
 }
 
-int read_small(const char *path, char *buf, size_t cap, size_t *len) {
+int sysfs_read_small(const char *path, char *buf, size_t cap, size_t *len) {
   int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
   int rc;
   if (fd < 0) return -1;
-  rc = read_fd_all(fd, buf, cap, len);
+  rc = sysfs_read_fd(fd, buf, cap, len);
   close(fd);
   return rc;
 }
 
-int read_ull(const char *path, unsigned long long *v) {
+int sysfs_read_ull(const char *path, unsigned long long *v) {
   char buf[32];
   size_t len;
-  if (read_small(path, buf, sizeof buf, &len) != 0) return -1;
+  if (sysfs_read_small(path, buf, sizeof buf, &len) != 0) return -1;
   if (len > 0 && buf[len - 1] == '\n') buf[--len] = '\0';
   return reserve_parse_count(buf, 1ULL << 50, v);
 }
 
-int write_ull(const char *path, unsigned long long v) {
+int sysfs_write_ull(const char *path, unsigned long long v) {
   char buf[32];
   int n = snprintf(buf, sizeof buf, "%llu\n", v);
   int fd = open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
@@ -78,7 +79,7 @@ int write_ull(const char *path, unsigned long long v) {
 
 /* Pool paths are built only from a validated node number and page size and
  * a compile-time prefix; a path that would not fit is an error, not cut. */
-int pool_path(char *buf, size_t cap, int node, unsigned size_kb, const char *what) {
+int sysfs_pool_path(char *buf, size_t cap, int node, unsigned size_kb, const char *what) {
   int n;
   if (node < 0)
     n = snprintf(buf, cap, SYS_ROOT "/sys/kernel/mm/hugepages/hugepages-%ukB/%s", size_kb, what);
@@ -87,36 +88,38 @@ int pool_path(char *buf, size_t cap, int node, unsigned size_kb, const char *wha
   return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
-int pool_file_read(int node, unsigned size_kb, const char *what, unsigned long long *v) {
+int sysfs_pool_file_read(int node, unsigned size_kb, const char *what, unsigned long long *v) {
   char path[512];
-  if (pool_path(path, sizeof path, node, size_kb, what) != 0) return -1;
-  return read_ull(path, v);
+  if (sysfs_pool_path(path, sizeof path, node, size_kb, what) != 0) return -1;
+  return sysfs_read_ull(path, v);
 }
 
 /* Per-node directories have no resv_hugepages: use the global count, which
  * can only overstate what is reserved on the node (the safe direction). */
-int pool_read(int node, unsigned size_kb, struct pool_state *st) {
-  if (pool_file_read(node, size_kb, "nr_hugepages", &st->nr) != 0 ||
-      pool_file_read(node, size_kb, "free_hugepages", &st->free) != 0 ||
-      pool_file_read(node, size_kb, "surplus_hugepages", &st->surplus) != 0 ||
-      pool_file_read(-1, size_kb, "resv_hugepages", &st->resv) != 0)
+int sysfs_pool_read(int node, unsigned size_kb, struct pool_state *st) {
+  if (sysfs_pool_file_read(node, size_kb, "nr_hugepages", &st->nr) != 0 ||
+      sysfs_pool_file_read(node, size_kb, "free_hugepages", &st->free) != 0 ||
+      sysfs_pool_file_read(node, size_kb, "surplus_hugepages", &st->surplus) != 0 ||
+      sysfs_pool_file_read(-1, size_kb, "resv_hugepages", &st->resv) != 0)
     return -1;
   return 0;
 }
 
 /* Free pages nobody has reserved: the most the pool may shrink by. */
-unsigned long long pool_spare(const struct pool_state *st) { return st->free > st->resv ? st->free - st->resv : 0; }
+unsigned long long sysfs_pool_spare(const struct pool_state *st) {
+  return st->free > st->resv ? st->free - st->resv : 0;
+}
 
 #ifndef HUGEPOOL_RESERVE_TEST_ROOT /* the test build's fake kernel (fake.c) plays this part */
-int pool_write_nr(int node, unsigned size_kb, unsigned long long nr) {
+int sysfs_pool_write_nr(int node, unsigned size_kb, unsigned long long nr) {
   char path[512];
-  if (pool_path(path, sizeof path, node, size_kb, "nr_hugepages") != 0) return -1;
-  return write_ull(path, nr);
+  if (sysfs_pool_path(path, sizeof path, node, size_kb, "nr_hugepages") != 0) return -1;
+  return sysfs_write_ull(path, nr);
 }
 #endif
 
 /* The NUMA nodes of the machine (nodeN directories), in order. */
-size_t node_list(int *nodes, size_t cap) {
+size_t sysfs_node_list(int *nodes, size_t cap) {
   DIR *d = opendir(SYS_ROOT "/sys/devices/system/node");
   struct dirent *e;
   size_t n = 0, i;
@@ -147,10 +150,10 @@ static int meminfo_field(const char *text, const char *key, unsigned long long *
   return reserve_parse_count(num, 1ULL << 50, v);
 }
 
-int meminfo_read(struct meminfo *m) {
+int sysfs_meminfo_read(struct meminfo *m) {
   char buf[8192];
   size_t len;
-  if (read_small(SYS_ROOT "/proc/meminfo", buf, sizeof buf, &len) != 0) return -1;
+  if (sysfs_read_small(SYS_ROOT "/proc/meminfo", buf, sizeof buf, &len) != 0) return -1;
   if (meminfo_field(buf, "MemTotal:", &m->total_kb) != 0 || meminfo_field(buf, "MemAvailable:", &m->avail_kb) != 0 ||
       meminfo_field(buf, "Hugetlb:", &m->hugetlb_kb) != 0)
     return -1;
@@ -160,14 +163,14 @@ int meminfo_read(struct meminfo *m) {
 /* A NUMA node's own memory: "Node N MemTotal:" and "Node N MemFree:" of
  * /sys/devices/system/node/nodeN/meminfo (a node has no MemAvailable), and
  * its hugetlb memory from its pools of every page size. */
-int node_meminfo_read(int node, struct meminfo *m) {
+int sysfs_node_meminfo_read(int node, struct meminfo *m) {
   char path[512], buf[8192], key[48];
   size_t len;
   unsigned long long nr;
   static const unsigned sizes[] = {RESERVE_PAGE_2M, RESERVE_PAGE_1G};
   size_t i;
   if (snprintf(path, sizeof path, SYS_ROOT "/sys/devices/system/node/node%d/meminfo", node) >= (int)sizeof path ||
-      read_small(path, buf, sizeof buf, &len) != 0)
+      sysfs_read_small(path, buf, sizeof buf, &len) != 0)
     return -1;
   snprintf(key, sizeof key, "Node %d MemTotal:", node);
   if (meminfo_field(buf, key, &m->total_kb) != 0) return -1;
@@ -175,7 +178,7 @@ int node_meminfo_read(int node, struct meminfo *m) {
   if (meminfo_field(buf, key, &m->avail_kb) != 0) return -1;
   m->hugetlb_kb = 0;
   for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-    if (pool_file_read(node, sizes[i], "nr_hugepages", &nr) == 0) m->hugetlb_kb += nr * sizes[i];
+    if (sysfs_pool_file_read(node, sizes[i], "nr_hugepages", &nr) == 0) m->hugetlb_kb += nr * sizes[i];
   return 0;
 }
 
@@ -211,7 +214,7 @@ static int status_take(const char *line, struct proc_status *ps) {
  * groups) is skipped to its end, unless it is one of the lines we need
  * (those are short; a long one is an error).  Only a file that ends while
  * it is read in the middle of nothing is whole. */
-int proc_status_read(int fd, struct proc_status *ps) {
+int sysfs_proc_status_read(int fd, struct proc_status *ps) {
   char chunk[512], line[128] = {0}; /* zeroed: a short line never reads past its end */
   size_t n = 0, i;
   int over = 0;
@@ -243,60 +246,4 @@ int proc_status_read(int fd, struct proc_status *ps) {
 bad:
   errno = EPROTO;
   return -1;
-}
-
-/* Hugetlb memory (kB, every page size and node) mapped by processes, from
- * "HugetlbPages:" of /proc/<pid>/status, which every user may read: for the
- * caller, every process whose real or effective uid is theirs; for each other
- * user with a grant, the processes whose real and effective uids are both
- * theirs (a mapping lowers what is promised to them only if it is surely
- * theirs).  Fail closed: a process that is gone (ENOENT, ESRCH) is skipped;
- * any other error (EMFILE, EACCES, a status we cannot parse) makes the count
- * unknown and returns -1 with errno set.  Kernel threads and zombies have no
- * HugetlbPages line: they map nothing. */
-static int usage_index(const struct usage *u, uid_t uid) {
-  size_t i;
-  for (i = 0; i < u->n; i++)
-    if (u->uid[i] == uid) return (int)i;
-  return -1;
-}
-
-int procs_hugetlb(const struct reserve_grants *gs, uid_t caller, struct usage *u) {
-  DIR *d;
-  struct dirent *e;
-  size_t i;
-  int rc = 0, err = 0;
-  memset(u, 0, sizeof *u);
-  for (i = 0; i < gs->n; i++)
-    if (gs->g[i].uid != caller && usage_index(u, gs->g[i].uid) < 0) u->uid[u->n++] = gs->g[i].uid;
-  d = opendir(SYS_ROOT "/proc");
-  if (d == NULL) return -1;
-  while (rc == 0) {
-    char path[64];
-    struct proc_status ps;
-    unsigned long long pid;
-    int fd, k;
-    errno = 0;
-    if ((e = readdir(d)) == NULL) {
-      err = errno; /* 0 at the end of the directory */
-      rc = err != 0 ? -1 : 0;
-      break;
-    }
-    if (reserve_parse_count(e->d_name, 1ULL << 31, &pid) != 0) continue;
-    snprintf(path, sizeof path, "%llu/status", pid);
-    fd = openat(dirfd(d), path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0 || proc_status_read(fd, &ps) != 0) {
-      err = errno;
-      if (fd >= 0) close(fd);
-      if (err == ENOENT || err == ESRCH) continue; /* ended while we looked */
-      rc = -1;
-      break;
-    }
-    close(fd);
-    if (ps.ruid == caller || ps.euid == caller) u->caller_kb += ps.hugetlb_kb;
-    if (ps.ruid == ps.euid && (k = usage_index(u, (uid_t)ps.ruid)) >= 0) u->kb[k] += ps.hugetlb_kb;
-  }
-  closedir(d);
-  errno = err;
-  return rc;
 }

@@ -248,3 +248,78 @@ reg_fail() {
   wait_idle
   wait_nr "$base" || fail "pool not back to $base after the unregistered job"
 }
+
+# Slurm reuses job ids (a controller restarted with a fresh state, a counter
+# that wrapped).  A prolog starts from a clean state for its id: an
+# administrator's clean-up that left <id>.kept behind (and a .failed of a job
+# whose epilog never ran) must not make the next job of that id count as not
+# running: the user's other job ends, and its epilog must not release this
+# one's pages; nor may the old .failed refuse it.  Then an id still held by a
+# job whose cgroup cannot be removed (a child cgroup left in it): the new job
+# is refused with the reason, and the earlier job's entries and cgroup stay.
+next_job_id() { # NEXT_ID: the id the next job will get (this Slurm runs nothing else)
+  local id
+  as_job sh -c 'echo JOBID=$SLURM_JOB_ID'
+  id=$(sed -n 's/^JOBID=//p' <<<"$OUT")
+  [[ $id =~ ^[0-9]+$ ]] || fail "no job id: $OUT"
+  job_gone "$id"
+  NEXT_ID=$((id + 1))
+}
+job_gone() { # id: wait until the job and its epilog are over
+  local st
+  for _ in $(seq 150); do
+    st=$(squeue -h -t all -j "$1" -o %T 2>/dev/null || true)
+    [[ $st == RUNNING || $st == COMPLETING || $st == CONFIGURING || $st == PENDING ]] || return 0
+    sleep 0.2
+  done
+  fail "job $1 still $st"
+}
+reused_id() { # label mnt [prefix...]
+  local label=$1 mnt=$2 id held
+  shift 2
+  wait_nr "$base" || fail "$label: pool not at $base before the reused job id"
+  next_job_id
+  id=$NEXT_ID
+  echo kept >"$REG/$id.kept"
+  echo "--hugepages could not be granted: an earlier job's reason" >"$REG/$id.failed"
+  rm -f "$S"/ri-*
+  bg_pids=()
+  bg_job ri-v --hugepages=2 bash -c "echo JOBID=\$SLURM_JOB_ID; touch $S/ri-v-started;
+    while [ ! -e $S/ri-go ]; do sleep 0.1; done; $MAP 2 $S/ri-v-held $S/ri-release"
+  wait_file "$S/ri-v-started" "$label: the job of a reused id did not run: $(cat "$T/ri-v.out")"
+  grep -qx "JOBID=$id" "$T/ri-v.out" || fail "$label: the job did not get id $id: $(cat "$T/ri-v.out")"
+  [[ ! -e $REG/$id.kept && ! -e $REG/$id.failed ]] || fail "$label: the prolog left the earlier job's files: $(ls "$REG")"
+  pass "$label: a job of a reused id runs, the earlier job's .kept and .failed gone"
+  as_job --hugepages=2 echo TASK-RAN # the user's other job: it ends, its epilog runs
+  grep -q TASK-RAN <<<"$OUT" || fail "$label: the user's other job did not run: $OUT"
+  job_gone $((id + 1))
+  held=$(awk '$1 == 65534 && $3 == 2048 { s += $4 } END { print s + 0 }' "$TABLE")
+  expect_eq "$held/$(real_nr)" "4/$((base + 4))" "$label: the other job's epilog releases nothing while the job of the reused id runs"
+  touch "$S/ri-go"
+  wait_file "$S/ri-v-held" "$label: the job of the reused id could not map its pages: $(cat "$T/ri-v.out")"
+  grep -q '^mapped 2 hugetlb_kb 4096$' "$T/ri-v.out" || fail "$label: $(cat "$T/ri-v.out")"
+  pass "$label: the job of the reused id maps its 2 pages"
+  touch "$S/ri-release"
+  wait "${bg_pids[@]}" || true
+  wait_nr "$base" || fail "$label: the pool is not back to $base after the job of the reused id"
+  pass "$label: its own epilog then releases everything"
+
+  # An id still held: the earlier job registered, kept, its cgroup not removable.
+  next_job_id
+  id=$NEXT_ID
+  echo 1 >"$REG/$id"
+  echo "isolated 0 0" >"$REG/$id.iso"
+  echo kept >"$REG/$id.kept"
+  "$@" mkdir -p "$mnt/hugepool/job_$id/left"
+  on_exit "$* rmdir '$mnt/hugepool/job_$id/left' '$mnt/hugepool/job_$id' 2>/dev/null; rm -f '$REG/$id' '$REG/$id.iso' '$REG/$id.kept'"
+  as_job --hugepages=2 bash -c "echo JOBID=\$SLURM_JOB_ID; cat /proc/self/cgroup; echo TASK-RAN"
+  ! grep -q TASK-RAN <<<"$OUT" && grep -q "hugepool: --hugepages could not be granted: job id $id is still held on this node by an earlier job" <<<"$OUT" ||
+    fail "$label: the job of a held id was not refused with the reason: $OUT"
+  pass "$label: a job whose id an earlier, kept job still holds is refused with the reason"
+  job_gone "$id"
+  expect_eq "$(real_nr)/$(cat "$REG/$id")/$([[ -e $REG/$id.kept && -e $REG/$id.iso ]] && echo kept)" "$base/1/kept" \
+    "$label: nothing granted; the earlier job's registration, .iso and .kept stay"
+  "$@" test -d "$mnt/hugepool/job_$id" || fail "$label: the earlier job's cgroup was removed"
+  "$@" rmdir "$mnt/hugepool/job_$id/left" "$mnt/hugepool/job_$id"
+  rm -f "$REG/$id" "$REG/$id.iso" "$REG/$id.kept"
+}

@@ -75,10 +75,13 @@ fake_meminfo() { # total_kb avail_kb hugetlb_kb
   printf 'MemTotal:       %s kB\nMemFree:        %s kB\nMemAvailable:   %s kB\nHugePages_Total:       0\nHugetlb:        %s kB\n' \
     "$1" "$2" "$2" "$3" >"$FAKE/proc/meminfo"
 }
-fake_proc() { # pid ruid hugetlb_kb: a process in the fake /proc (only what the helper reads)
+fake_proc() { # pid ruid hugetlb_kb: a process in the fake /proc (only what the helper reads:
+  # its status, and its smaps with one private hugetlb mapping of that size)
   mkdir -p "$FAKE/proc/$1"
   printf 'Name:\tapp\nState:\tS (sleeping)\nUid:\t%s\t%s\t%s\t%s\nGid:\t0\t0\t0\t0\nHugetlbPages:\t%8s kB\n' \
     "$2" "$2" "$2" "$2" "$3" >"$FAKE/proc/$1/status"
+  printf '7f0000000000-%x rw-p 00000000 00:10 4321                       /anon_hugepage (deleted)\nKernelPageSize:     2048 kB\nShared_Hugetlb:        0 kB\nPrivate_Hugetlb: %8s kB\n' \
+    $((0x7f0000000000 + ($3 + 2048) * 1024)) "$3" >"$FAKE/proc/$1/smaps"
 }
 fake_node_meminfo() { # node total_kb free_kb
   printf 'Node %s MemTotal:       %s kB\nNode %s MemFree:        %s kB\nNode %s MemUsed:        0 kB\n' \

@@ -52,3 +52,46 @@ run --status
 grep -q '^  none' <<<"$OUT" || fail "status: $OUT"
 run --release
 expect_eq "$RC/$(grep -c '^4242 any 2048 5$' "$FAKE/var/lib/hugepool/grants")" "0/1" "an intent is charged by the next call"
+
+# What another user's processes map counts each page once (usage.c), read
+# from their smaps: user 4242 (grant 6) maps file 777 in two processes at
+# overlapping offsets (2 pages, each process sees both), file 778 once
+# (1 page), and a private mapping with 1 page of its own and 1 a fork shares
+# (not counted): 4 pages, so 2 stay promised.  The kernel's HugetlbPages
+# adds up to 12.  With 5 pages free root's release of 4 must be refused
+# (5 - 2 < 4), with 6 it goes through: the count is exactly 4.
+rm -rf "$FAKE"/proc/[0-9]*
+fake_proc 6001 4242 12288
+fake_proc 6002 4242 4096
+long=$(printf 'x%.0s' $(seq 300)) # a path longer than the line buffer
+cat >"$FAKE/proc/6001/smaps" <<SMAPS
+7f0000000000-7f0000800000 rw-s 00000000 00:10 777                        /memfd:seg (deleted)
+Size:               8192 kB
+KernelPageSize:     2048 kB
+Shared_Hugetlb:     4096 kB
+Private_Hugetlb:       0 kB
+VmFlags: rd wr sh mr mw me ms de ht sd
+7f0000800000-7f0000c00000 rw-p 00000000 00:10 4321                       /anon_hugepage (deleted)
+Shared_Hugetlb:     2048 kB
+Private_Hugetlb:    2048 kB
+7f0000c00000-7f0000e00000 rw-s 00000000 00:10 778                        /$long
+Shared_Hugetlb:        0 kB
+Private_Hugetlb:    2048 kB
+7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]
+Shared_Hugetlb:        0 kB
+Private_Hugetlb:       0 kB
+SMAPS
+cat >"$FAKE/proc/6002/smaps" <<SMAPS
+7e0000000000-7e0000400000 rw-s 00200000 00:10 777                        /memfd:seg (deleted)
+Shared_Hugetlb:     4096 kB
+Private_Hugetlb:       0 kB
+SMAPS
+for free in 5 6; do
+  printf '0 any 2048 4\n4242 any 2048 6\n' | seal >"$FAKE/var/lib/hugepool/grants"
+  echo 10 >"$(fake_pool nr_hugepages)"
+  echo "$free" >"$(fake_pool free_hugepages)"
+  run --release
+  expect_eq "$RC/$(nr)" "$([[ $free == 5 ]] && echo 1/10 || echo 0/6)" \
+    "$free pages free: user 4242's shared and private pages count once (4 of its 6 mapped, 2 promised)"
+done
+rm -rf "$FAKE"/proc/[0-9]*

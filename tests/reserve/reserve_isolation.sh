@@ -83,6 +83,7 @@ $(logs)"
   straggler "$cg_kind"
   stuck_straggler "$cg_kind" "$cg_mnt"
   reg_fail
+  reused_id "$cg_kind" "$cg_mnt"
   expect_eq "$(grants)" 0 "no grant left after the job pair and the straggler"
 fi
 

@@ -121,6 +121,38 @@ in_job 5151 $A "$HELPER" --release
 expect_eq "$RC/$(lim 5151)/$(real_nr)" "0/0/$((base + 4))" "released once the pages are unmapped"
 checked "after the release once the pages are unmapped"
 
+# A release while another user's job maps part of its grant, shared by two
+# of its processes: the setgid helper cannot read B's mappings; it counts
+# what B's job cgroup has reserved (the kernel charges each page once), so
+# A's pages go, B's unmapped 2 stay promised, and B then maps them.
+cp "$RESERVE_TOOLS/hugetlb_share" "$INST/tools/"
+chmod a+rx "$INST/tools/hugetlb_share"
+in_job 5151 $A "$HELPER" 4
+expect_eq "$RC/$(real_nr)" "0/$((base + 8))" "A is granted 4 again"
+# Free pages the pool had before the test would cover for B: out for now.
+trim=$(($(spare) - 8))
+echo $(($(real_nr) - trim)) >"$sys/nr_hugepages"
+expect_eq "$(spare)" 8 "only A's and B's granted pages are free"
+mkfifo "$S/share.in"
+sh -c 'echo $$ >"$1/cgroup.procs" && exec setpriv --reuid='$B' --regid=65534 --clear-groups "$2" anon 2' \
+  _ "$cg_mnt/hugepool/job_5252" "$INST/tools/hugetlb_share" <"$S/share.in" >"$S/share.out" 2>&1 &
+sharer=$!
+on_exit "kill $sharer 2>/dev/null; wait $sharer 2>/dev/null" # (before its cgroup is removed)
+exec {share_in}>"$S/share.in"
+for _ in $(seq 100); do [[ -s $S/share.out ]] && break; sleep 0.1; done
+expect_eq "$(cat "$S/share.out")/$(cg_pages "$cg_mnt/hugepool/job_5252" current)" "shared 2/2" \
+  "B's job maps 2 pages in two processes: its cgroup has reserved 2"
+in_job 5151 $A "$HELPER" --release
+expect_eq "$RC/$(spare)" "0/2" "A's release while B's job shares 2 of its 4 pages: A's 4 go, B's 2 unmapped stay"
+in_job 5252 $B "$MAP" 2
+grep -qx 'mapped 2 hugetlb_kb 4096' <<<"$OUT" || fail "B could not map the rest of its grant: $OUT"
+pass "B maps the rest of its grant"
+exec {share_in}>&-
+wait "$sharer" || true
+checked "after A's release next to B's shared pages"
+echo $(($(real_nr) + trim)) >"$sys/nr_hugepages"
+expect_eq "$(real_nr)" $((base + 4)) "the pool's own free pages back"
+
 # A limit that drifted above the grants (set by hand here: a table restored
 # from a backup, a limit write that outlived its grant) is lowered by the next
 # grant in the job, and the grant covers the new limit.

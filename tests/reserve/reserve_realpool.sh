@@ -104,8 +104,9 @@ as_user 4242 --release
 expect_eq "$RC/$(real_nr)" "0/$base" "the other user's release"
 
 # Pages held in a hugetlb memfd (faulted in, then unmapped: HugetlbPages 0)
-# while another user's grant sits unmapped in the pool: the release must not
-# shrink the pool into that user's pages (their mmap would then fail).
+# while another user's grant sits unmapped in the pool: they stay charged to
+# the caller, and the pool does not shrink into that user's pages (their
+# mmap would then fail).
 # Free pages the pool had before the test would cover for them: out for now.
 echo $(($(real_nr) - $(spare))) >"$sys/nr_hugepages"
 expect_eq "$(spare)" 0 "no free pages before the memfd case"
@@ -119,7 +120,7 @@ expect_eq "$held" "held 8" "nobody's memfd holds 8 pages, none mapped"
 before=$(real_nr)
 as_nobody --release
 expect_rc 1 "release while the caller's pages sit in a memfd"
-expect_err "promised to other users" "the refusal names the other users' grants"
+expect_err "kept 8 of 8 pages" "the pages in its memfd stay charged to the caller"
 expect_eq "$(real_nr)" "$before" "real pool not shrunk into user 4242's grant"
 set +e
 OUT=$(setpriv --reuid=4242 --regid=65534 --clear-groups "$INST/tools/hugetlb_hold" 8 </dev/null 2>&1)
