@@ -122,15 +122,15 @@ endif()
 
 # Shared libraries in the linker's path: the ldconfig trigger (Debian
 # policy 8.1.1).
-file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/debian/lib/triggers "activate-noawait ldconfig\n")
+file(WRITE ${PROJECT_BINARY_DIR}/packaging/debian/lib/triggers "activate-noawait ldconfig\n")
 foreach(comp LIB MPI TOOLS)
-  set(CPACK_DEBIAN_${comp}_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_BINARY_DIR}/debian/lib/triggers)
+  set(CPACK_DEBIAN_${comp}_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/packaging/debian/lib/triggers)
 endforeach()
 
 # Per-package copyright and changelog (Debian policy 12.5 and 12.7).
-set(_deb ${CMAKE_CURRENT_BINARY_DIR}/debian)
-configure_file(${CMAKE_CURRENT_SOURCE_DIR}/debian/copyright.in ${_deb}/copyright @ONLY)
-configure_file(${CMAKE_CURRENT_SOURCE_DIR}/debian/changelog.in ${_deb}/changelog @ONLY)
+set(_deb ${PROJECT_BINARY_DIR}/packaging/debian)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/copyright.in ${_deb}/copyright @ONLY)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/changelog.in ${_deb}/changelog @ONLY)
 execute_process(COMMAND gzip -9n -c ${_deb}/changelog OUTPUT_FILE ${_deb}/changelog.gz RESULT_VARIABLE _gz)
 if(HUGEPOOL_INSTALL_DEBIAN_LAYOUT)
   foreach(comp IN LISTS CPACK_COMPONENTS_ALL)
@@ -145,10 +145,10 @@ endif()
 # The helper's config (a conffile), its boot rule and maintainer scripts,
 # with the compiled-in paths.
 set(HUGEPOOL_PKG_SBIN ${CMAKE_INSTALL_FULL_SBINDIR})
-configure_file(${CMAKE_CURRENT_SOURCE_DIR}/debian/tmpfiles.conf.in ${_deb}/tmpfiles.conf @ONLY)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/tmpfiles.conf.in ${_deb}/tmpfiles.conf @ONLY)
 set(_ctl ${_deb}/helper)
 foreach(script preinst postinst postrm)
-  configure_file(${CMAKE_CURRENT_SOURCE_DIR}/debian/helper-${script}.in ${_ctl}/${script} @ONLY
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/helper-${script}.in ${_ctl}/${script} @ONLY
     FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
 endforeach()
 file(WRITE ${_ctl}/conffiles "${HUGEPOOL_RESERVE_CONF}\n")
@@ -157,13 +157,13 @@ set(CPACK_DEBIAN_HELPER_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 if(HUGEPOOL_INSTALL_DEBIAN_LAYOUT AND TARGET hugepool-reserve)
   get_filename_component(_confdir ${HUGEPOOL_RESERVE_CONF} DIRECTORY)
   get_filename_component(_confname ${HUGEPOOL_RESERVE_CONF} NAME)
-  install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/debian/reserve.conf DESTINATION ${_confdir} RENAME ${_confname}
+  install(FILES ${CMAKE_CURRENT_LIST_DIR}/reserve.conf DESTINATION ${_confdir} RENAME ${_confname}
     COMPONENT helper)
   install(FILES ${_deb}/tmpfiles.conf DESTINATION ${CMAKE_INSTALL_PREFIX}/lib/tmpfiles.d RENAME hugepool.conf
     COMPONENT helper)
 endif()
 if(TARGET hugepool_spank)
-  configure_file(${CMAKE_CURRENT_SOURCE_DIR}/debian/plugstack.conf.in ${_deb}/slurm/hugepool.conf @ONLY)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/plugstack.conf.in ${_deb}/slurm/hugepool.conf @ONLY)
   file(WRITE ${_deb}/slurm-control/conffiles "/etc/slurm/plugstack.conf.d/hugepool.conf\n")
   set(CPACK_DEBIAN_SLURM_PACKAGE_CONTROL_EXTRA "${_deb}/slurm-control/conffiles")
   if(HUGEPOOL_INSTALL_DEBIAN_LAYOUT)
