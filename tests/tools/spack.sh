@@ -10,11 +10,12 @@
 #     copy of this source tree three times:
 #       hugepool                the default spec (+mpi +preload +helper ~slurm +tools)
 #       hugepool ~helper        (the slurm variant does not exist then)
-#       hugepool +slurm ~mpi ~preload with non-default helper paths
+#       hugepool +slurm ~mpi ~preload +fortran, with non-default helper paths
 #     and each install holds what its spec asks for and nothing else: no
 #     SPANK plugin without +slurm (Slurm's spank.h is on this machine), no
 #     Open MPI library (mpicc.openmpi is on this machine, the spec's MPI is
-#     MPICH), no helper with ~helper, no Fortran modules or Python package.
+#     MPICH), no helper with ~helper, Fortran modules with +fortran only, no
+#     Python package.
 #  3. The default spec's installed programs run: hugepool-run preloads its
 #     interposer, and after `spack load` a CMake consumer (find_package) and
 #     a pkg-config consumer build and run.
@@ -112,7 +113,7 @@ spack:
 YAML
 default="hugepool@=0.1.0"
 nohelper="hugepool@=0.1.0 ~helper"
-slurm="hugepool@=0.1.0 +slurm ~mpi ~preload reserve_conf=/opt/site/hugepool.conf state_dir=/var/lib/hp jobs_dir=/run/hp/jobs"
+slurm="hugepool@=0.1.0 +slurm ~mpi ~preload +fortran reserve_conf=/opt/site/hugepool.conf state_dir=/var/lib/hp jobs_dir=/run/hp/jobs"
 cd "$tmp/env" || exit 1
 if spack compiler find --scope site >"$tmp/compiler.log" 2>&1 &&
   spack -e . develop --no-clone --path "$tmp/src" hugepool@=0.1.0 >"$tmp/develop.log" 2>&1 &&
@@ -151,8 +152,9 @@ expect "$p_default" default present hugepool-run hugepool-stats hugepool-reserve
 expect "$p_default" default absent hugepool_spank.so '*openmpi*' '*.mod' '_core*.so' 'modulefiles'
 expect "$p_nohelper" "~helper" present 'libhugepool.so.0' hugepool-run 'libhugepool_mpi.so.0'
 expect "$p_nohelper" "~helper" absent hugepool-reserve hugepool-reserve.8.gz hugepool_spank.so '*openmpi*'
-expect "$p_slurm" "+slurm ~mpi ~preload" present hugepool_spank.so hugepool-reserve 'libhugepool.so.0'
-expect "$p_slurm" "+slurm ~mpi ~preload" absent '*hugepool_mpi*' libhugepool_preload.so hugepool-run '*openmpi*'
+expect "$p_slurm" "+slurm ~mpi ~preload +fortran" present hugepool_spank.so hugepool-reserve 'libhugepool.so.0' \
+  hugepool.mod 'libhugepool_fortran.so.0' hugepool-fortran.pc
+expect "$p_slurm" "+slurm ~mpi ~preload +fortran" absent '*hugepool_mpi*' libhugepool_preload.so hugepool-run '*openmpi*'
 if [[ -n $p_slurm ]]; then
   for f in sbin/hugepool-reserve "$(cd "$p_slurm" && find . -name hugepool_spank.so | head -n 1)"; do
     strings "$p_slurm/$f" 2>/dev/null | grep -qx /opt/site/hugepool.conf &&

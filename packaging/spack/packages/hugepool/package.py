@@ -54,7 +54,9 @@ class Hugepool(CMakePackage):
     depends_on("jemalloc@5.3", when="+preload")
     depends_on("slurm", when="+slurm")
     depends_on("python@3:", type="run", when="+tools")
-    depends_on("python@3:", type=("build", "link", "run"), when="+python")
+    # The package goes into the prefix's site directory: `spack load` puts it
+    # on PYTHONPATH.
+    extends("python", when="+python")
     depends_on("py-numpy", type=("build", "run"), when="+python")
 
     conflicts("platform=darwin", msg="hugetlb pages are a Linux kernel feature")
@@ -91,6 +93,20 @@ class Hugepool(CMakePackage):
         # jemalloc's libjemalloc_pic.a is found through CMAKE_PREFIX_PATH
         # (Debian's external keeps it in the multiarch directory).
         return args
+
+    @run_after("install")
+    def check_bindings(self):
+        """A binding the spec asks for is installed: the build leaves out the
+        Python package when its interpreter cannot import numpy, and the
+        Fortran modules without a Fortran compiler, with a message only."""
+        wanted = []
+        if self.spec.satisfies("+fortran"):
+            wanted.append("hugepool.mod")
+        if self.spec.satisfies("+python"):
+            wanted.append("__init__.py")
+        for name in wanted:
+            if not find(self.prefix, name):
+                raise InstallError("{0} was not installed: see the CMake output".format(name))
 
     @run_after("install")
     def check_install(self):
