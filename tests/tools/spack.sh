@@ -95,7 +95,7 @@ cat >"$tmp/env/spack.yaml" <<YAML
 spack:
   specs: []
   view: false
-  concretizer: {unify: false, reuse: false}
+  concretizer: {unify: false, reuse: false, targets: {granularity: generic}}
   repos: [$tmp/repo]
   config: {install_tree: {root: $tmp/opt}, build_stage: [$tmp/stage], build_jobs: 2}
   packages:
