@@ -58,7 +58,9 @@ check_flavour() { # $1: lua|tcl, $2: module directory, $3: lmod or a modulecmd.t
     printf '#include <hugepool/hugepool.h>\nint main(void) { return hugepool_get_page_size() == 0; }\n' >"$tmp/$kind.c"
     # shellcheck disable=SC2046
     if cc "$tmp/$kind.c" $(pkg-config --cflags --libs hugepool) -o "$tmp/$kind.app" 2>"$tmp/err"; then
-      (unset LD_LIBRARY_PATH && "$tmp/$kind.app") 2>>"$tmp/err" && ldd "$tmp/$kind.app" | grep -q "libhugepool.so.0 => $p/" ||
+      # ldd read whole before grep -q: under pipefail an early exit is a SIGPIPE.
+      (unset LD_LIBRARY_PATH && "$tmp/$kind.app") 2>>"$tmp/err" &&
+        grep -q "libhugepool.so.0 => $p/" <<<"$(ldd "$tmp/$kind.app")" ||
         { echo "FAIL $kind: the pkg-config program: $(cat "$tmp/err"; ldd "$tmp/$kind.app" | grep hugepool)"; ok=0; }
     else
       echo "FAIL $kind: cc \$(pkg-config --libs hugepool): $(cat "$tmp/err")"

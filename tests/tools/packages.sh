@@ -89,10 +89,10 @@ for d in "${debs[@]}"; do
     pass "$p: copyright and changelog.gz" || fail "$p: no copyright or changelog"
   # The ldconfig trigger, never a maintainer script that calls ldconfig.
   for script in postinst postrm; do
-    if dpkg-deb -I "$d" "$script" 2>/dev/null | grep -q ldconfig; then fail "$p: its $script calls ldconfig"; fi
+    if grep -q ldconfig <<<"$(dpkg-deb -I "$d" "$script" 2>/dev/null)"; then fail "$p: its $script calls ldconfig"; fi
   done
   if grep -q '^-.*\.so\.[0-9.]*$' "$work/contents"; then
-    dpkg-deb -I "$d" triggers 2>/dev/null | grep -qx 'activate-noawait ldconfig' && pass "$p: the ldconfig trigger" ||
+    grep -qx 'activate-noawait ldconfig' <<<"$(dpkg-deb -I "$d" triggers 2>/dev/null)" && pass "$p: the ldconfig trigger" ||
       fail "$p: a shared library and no ldconfig trigger"
   fi
   m=$(dpkg-deb -f "$d" Maintainer)
@@ -117,7 +117,7 @@ done
 desc=$(dpkg-deb -f "$(deb_of hugepool-helper)" Description)
 grep -q 'hugepool-users' <<<"$desc" && grep -q 'adduser USER hugepool-users' <<<"$desc" &&
   pass "hugepool-helper's description says how an admin admits a user" || fail "helper description: $desc"
-dpkg-deb -f "$(deb_of hugepool-helper)" Depends | grep -q adduser && pass "hugepool-helper depends on adduser (addgroup)" ||
+grep -q adduser <<<"$(dpkg-deb -f "$(deb_of hugepool-helper)" Depends)" && pass "hugepool-helper depends on adduser (addgroup)" ||
   fail "hugepool-helper: Depends $(dpkg-deb -f "$(deb_of hugepool-helper)" Depends)"
 if [[ -n $(deb_of python3-hugepool) ]]; then
   dep=$(dpkg-deb -f "$(deb_of python3-hugepool)" Depends)
@@ -346,7 +346,7 @@ for page in hugepool-run.1 hugepool.1 hugepool-stats.1 hugepool-demo.1 hugepool-
   page=${page%=*}
   name=${page%.*}
   sec=${page##*.}
-  man -w "$sec" "$name" 2>/dev/null | grep -q "/usr/share/man/man$sec/$file" && pass "man $sec $name" ||
+  grep -q "/usr/share/man/man$sec/$file" <<<"$(man -w "$sec" "$name" 2>/dev/null)" && pass "man $sec $name" ||
     fail "man $sec $name not found"
 done
 cat >"$work/app.c" <<'C'

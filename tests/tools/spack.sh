@@ -157,7 +157,8 @@ expect "$p_slurm" "+slurm ~mpi ~preload +fortran" present hugepool_spank.so huge
 expect "$p_slurm" "+slurm ~mpi ~preload +fortran" absent '*hugepool_mpi*' libhugepool_preload.so hugepool-run '*openmpi*'
 if [[ -n $p_slurm ]]; then
   for f in sbin/hugepool-reserve "$(cd "$p_slurm" && find . -name hugepool_spank.so | head -n 1)"; do
-    strings "$p_slurm/$f" 2>/dev/null | grep -qx /opt/site/hugepool.conf &&
+    # Read whole before grep -q: under pipefail an early exit is a SIGPIPE.
+    grep -qx /opt/site/hugepool.conf <<<"$(strings "$p_slurm/$f" 2>/dev/null)" &&
       pass "reserve_conf=/opt/site/hugepool.conf compiled into $f" || fail "reserve_conf not in $f"
   done
 fi
@@ -194,7 +195,7 @@ CM
     eval "$(spack -e . load --sh hugepool+helper~slurm+mpi)" || exit 1
     cmake -S "$tmp/consumer" -B "$tmp/consumer/build" >"$tmp/consumer.log" 2>&1 &&
       cmake --build "$tmp/consumer/build" >>"$tmp/consumer.log" 2>&1 || exit 2
-    "$tmp/consumer/build/app" | grep -q '^policy ' || exit 3
+    grep -q '^policy ' <<<"$("$tmp/consumer/build/app")" || exit 3
     grep -q "hugepool_DIR:PATH=$p_default/" "$tmp/consumer/build/CMakeCache.txt" || exit 4
   ) && pass "after spack load: a CMake consumer (find_package) builds against the install and runs" ||
     fail "CMake consumer (step $?): $(tail -n 15 "$tmp/consumer.log")"
@@ -203,8 +204,8 @@ CM
     unset LD_LIBRARY_PATH
     # shellcheck disable=SC2046
     cc "$tmp/consumer/app.c" $(pkg-config --cflags --libs hugepool) -o "$tmp/consumer/pc-app" 2>"$tmp/pc.log" || exit 2
-    "$tmp/consumer/pc-app" 2>>"$tmp/pc.log" | grep -q '^policy ' || exit 3
-    ldd "$tmp/consumer/pc-app" | grep -q "libhugepool.so.0 => $p_default/" || exit 4
+    grep -q '^policy ' <<<"$("$tmp/consumer/pc-app" 2>>"$tmp/pc.log")" || exit 3
+    grep -q "libhugepool.so.0 => $p_default/" <<<"$(ldd "$tmp/consumer/pc-app")" || exit 4
   ) && pass "after spack load: a pkg-config consumer builds and runs (no LD_LIBRARY_PATH)" ||
     fail "pkg-config consumer (step $?): $(cat "$tmp/pc.log")"
 fi
