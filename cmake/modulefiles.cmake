@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Environment modules for an installed prefix: an Lmod (Lua) and a Tcl
 # modulefile for hugepool (PATH, MANPATH, CMAKE_PREFIX_PATH, PKG_CONFIG_PATH;
-# no LD_LIBRARY_PATH: installed programs find the library by RUNPATH, and
-# programs built with find_package by theirs) and for hugepool-preload
+# no LD_LIBRARY_PATH: installed programs find the library by RUNPATH,
+# programs built with find_package by theirs, and those built with
+# `pkg-config --libs hugepool` by the -rpath in its Libs) and for hugepool-preload
 # (every program runs under the interposer, as hugepool-run runs one).
 #   module use PREFIX/share/lmod/modulefiles     (Lmod)
 #   module use PREFIX/share/modulefiles          (Tcl: environment-modules, or Lmod)

@@ -178,18 +178,18 @@ int stats_snprint(char *buf, size_t len, hugepool_stats_format format) {
 #define HP_TEXT(field, label)                                        \
   if (strstr(#field, "bytes")) {                                     \
     human_size(size, sizeof(size), (unsigned long long)st.field);    \
-    emit(&s, "  %-32s %s\n", label, size);                           \
+    emit(&s, "  %-40s %s\n", label, size);                           \
   } else {                                                           \
-    emit(&s, "  %-32s %llu\n", label, (unsigned long long)st.field); \
+    emit(&s, "  %-40s %llu\n", label, (unsigned long long)st.field); \
   }
     HP_STAT_FIELDS(HP_TEXT)
 #undef HP_TEXT
     for (size_t i = 0; i < n_extra; i++) {
       if (extra[i].flags & HP_EXTRA_BYTES) {
         human_size(size, sizeof(size), extra[i].value);
-        emit(&s, "  %-32s %s\n", extra[i].label, size);
+        emit(&s, "  %-40s %s\n", extra[i].label, size);
       } else {
-        emit(&s, "  %-32s %llu\n", extra[i].label, extra[i].value);
+        emit(&s, "  %-40s %llu\n", extra[i].label, extra[i].value);
       }
     }
   }

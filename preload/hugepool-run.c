@@ -53,6 +53,16 @@ static const flag flags[] = {
 
 /* Prints text without Markdown's backticks, wrapped at 79 columns, every
  * line after the first indented by `indent`. */
+/* The variables' column is as wide as the longest name. */
+static size_t longest_option_name(void) {
+  size_t longest = 0;
+  for (int id = 0; id < HP_OPT_COUNT; id++) {
+    size_t len = strlen(option_desc((hp_option_id)id)->name);
+    if (len > longest) longest = len;
+  }
+  return longest;
+}
+
 static void print_wrapped(const char *text, size_t indent, size_t column) {
   const size_t width = 79;
   while (*text) {
@@ -98,12 +108,13 @@ static void usage(void) {
       "(any case) or 1/0, as in --small-heap=no.  FORMAT is text or json, joined by\n"
       "'=' too (--stats=json): '-s json' is refused, as json would be the program.\n\n");
   printf("variables (the default under hugepool-run, then what it does):\n");
+  const int name_width = (int)longest_option_name();
   for (int id = 0; id < HP_OPT_COUNT; id++) {
     const hp_option_desc *d = option_desc((hp_option_id)id);
     char def[32];
     option_format((hp_option_id)id, d->preload_default, def, sizeof(def));
-    int n = printf("  %-21s %-8s ", d->name, def);
-    print_wrapped(d->help, 33, n > 0 ? (size_t)n : 0);
+    int n = printf("  %-*s %-8s ", name_width, d->name, def);
+    print_wrapped(d->help, (size_t)name_width + 12, n > 0 ? (size_t)n : 0);
   }
   printf("\nSizes take K, M, G, T suffixes (512M, 2GiB).  Also sets UCX_MEM_MALLOC_HOOKS=n\n"
          "and UCX_MEM_MALLOC_RELOC=n: UCX (MPICH ch4:ucx, Open MPI) would otherwise\n"

@@ -88,7 +88,7 @@ static size_t extra_stats(hp_extra_stat *out, size_t max) {
       {"preload_fallback_bytes", "preload: bytes fallen back", atomic_load(&ctr.bytes_fallback), HP_EXTRA_BYTES},
       {"preload_strict_failures", "preload: large requests refused", atomic_load(&ctr.n_strict_failures),
        HP_EXTRA_ACTIVITY},
-      {"preload_pages_split", "preload: 2 MB pages split to 4 KB (mprotect/madvise)", split_count(), 0},
+      {"preload_pages_split", "preload: 2 MB pages split to 4 KB", split_count(), 0},
       {"preload_deepbind_stripped", "preload: dlopen RTLD_DEEPBIND taken off", atomic_load(&hpl_deepbind_stripped), 0},
   };
   size_t n = 0;
@@ -99,9 +99,9 @@ static size_t extra_stats(hp_extra_stat *out, size_t max) {
   hp_extra_stat small_heap_rows[] = {
       {"small_heap_chunks", "small heap: 2 MB chunks", sh.chunks, HP_EXTRA_ACTIVITY},
       {"small_heap_chunks_peak", "small heap: 2 MB chunks (peak)", sh.chunks_peak, 0},
-      {"small_heap_chunks_returned", "small heap: chunks given back to the pool", sh.chunks_returned, 0},
+      {"small_heap_chunks_returned", "small heap: chunks given back to pool", sh.chunks_returned, 0},
       {"small_heap_bytes", "small heap: bytes in jemalloc's extents", sh.bytes_in_extents, HP_EXTRA_BYTES},
-      {"small_heap_fallbacks", "small heap: requests given to glibc (pool short)", atomic_load(&ctr.n_small_fallback),
+      {"small_heap_fallbacks", "small heap: fallbacks to glibc", atomic_load(&ctr.n_small_fallback),
        HP_EXTRA_ACTIVITY},
   };
   add_rows(out, max, &n, small_heap_rows, sizeof(small_heap_rows) / sizeof(small_heap_rows[0]));

@@ -32,7 +32,7 @@ struct region {
   ~region() { free(raw); }
 };
 
-long long split_counter() { return pl::preloaded() ? pl::counter("preload: 2 MB pages split to 4 KB (mprotect/madvise)") : 0; }
+long long split_counter() { return pl::preloaded() ? pl::counter("preload: 2 MB pages split to 4 KB") : 0; }
 
 void trim() {
   using fn = size_t (*)();

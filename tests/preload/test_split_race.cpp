@@ -123,7 +123,7 @@ round_result one_round() {
 }
 
 long long split_counter() {
-  return pl::preloaded() ? pl::counter("preload: 2 MB pages split to 4 KB (mprotect/madvise)") : 0;
+  return pl::preloaded() ? pl::counter("preload: 2 MB pages split to 4 KB") : 0;
 }
 
 // Runs the split rounds of the first test on a thread of its own (used by

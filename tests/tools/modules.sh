@@ -53,6 +53,19 @@ check_flavour() { # $1: lua|tcl, $2: module directory, $3: lmod or a modulecmd.t
     man -w hugepool-run 2>/dev/null | grep -q "^$p/" || { echo "FAIL $kind: man hugepool-run: $(man -w hugepool-run 2>&1)"; ok=0; }
     man -w ls >/dev/null 2>&1 || { echo "FAIL $kind: the system's man pages are out of reach"; ok=0; }
     [[ $(pkg-config --modversion hugepool 2>&1) =~ ^[0-9] ]] || { echo "FAIL $kind: pkg-config hugepool"; ok=0; }
+    # A program built with pkg-config runs, with no LD_LIBRARY_PATH: the
+    # .pc's Libs carry the -rpath to the (moved) prefix's library.
+    printf '#include <hugepool/hugepool.h>\nint main(void) { return hugepool_get_page_size() == 0; }\n' >"$tmp/$kind.c"
+    # shellcheck disable=SC2046
+    if cc "$tmp/$kind.c" $(pkg-config --cflags --libs hugepool) -o "$tmp/$kind.app" 2>"$tmp/err"; then
+      # ldd read whole before grep -q: under pipefail an early exit is a SIGPIPE.
+      (unset LD_LIBRARY_PATH && "$tmp/$kind.app") 2>>"$tmp/err" &&
+        grep -q "libhugepool.so.0 => $p/" <<<"$(ldd "$tmp/$kind.app")" ||
+        { echo "FAIL $kind: the pkg-config program: $(cat "$tmp/err"; ldd "$tmp/$kind.app" | grep hugepool)"; ok=0; }
+    else
+      echo "FAIL $kind: cc \$(pkg-config --libs hugepool): $(cat "$tmp/err")"
+      ok=0
+    fi
     mkdir -p "$tmp/$kind-consumer"
     cat >"$tmp/$kind-consumer/CMakeLists.txt" <<'CM'
 cmake_minimum_required(VERSION 3.25)
@@ -71,7 +84,7 @@ CM
     ! grep -q "libhugepool_preload.so" <<<"$out" || { echo "FAIL $kind: still preloaded after unload"; ok=0; }
     module unload hugepool
     [[ -z $(command -v hugepool-run) ]] || { echo "FAIL $kind: hugepool-run still on PATH after unload"; ok=0; }
-    ((ok)) && echo "ok   $kind modulefiles: load, hugepool-run, man, pkg-config, find_package, preload, unload"
+    ((ok)) && echo "ok   $kind modulefiles: load, hugepool-run, man, pkg-config (a program built and run), find_package, preload, unload"
     ((ok))
   ) || fails=$((fails + 1))
 }

@@ -4,7 +4,10 @@
 #  1. Build them with cpack (prefix /usr) and check what each holds: the MPI
 #     layer in libhugepool-mpi0/-mpi-dev, conffiles, copyright and changelog
 #     in every package, no RUNPATH, the Slurm package's dependency on slurmd.
-#  2. lintian: no errors.
+#     A user's group (hugepool-users) and how to admit users in the helper's
+#     description; no postinst/postrm that only call ldconfig (the trigger
+#     does); the Python package and the Fortran modules' files packaged.
+#  2. lintian: no errors and no warnings (the overrides say why).
 #  3. A clean Debian root (debootstrap --variant=minbase bookworm, cached as
 #     a tarball under /var/cache/hugepool-tests): apt installs the packages
 #     with the dependencies they declare, the installed programs run there,
@@ -13,12 +16,15 @@
 #  4. This machine, as an earlier setuid-helper/install.sh left it (the
 #     group, /etc/hugepool/reserve.conf, /var/lib/hugepool with its grant
 #     table, /run/hugepool/jobs): dpkg -i keeps the site's config, the
-#     installed files work, and a purge removes only what the packages made.
+#     installed files work (a user the admin put in hugepool-users reserves
+#     pages through the installed helper, seen in /proc/meminfo), and a
+#     purge removes only what the packages made.
 #  packages.sh SOURCE_DIR WORK_DIR
 set -euo pipefail
 src=$1
 work=$2
-pkgs=(libhugepool0 libhugepool-dev libhugepool-mpi0 libhugepool-mpi-dev hugepool-tools hugepool-helper hugepool-slurm)
+pkgs=(libhugepool0 libhugepool-dev libhugepool-mpi0 libhugepool-mpi-dev hugepool-tools hugepool-helper hugepool-slurm
+  python3-hugepool libhugepool-fortran0 libhugepool-fortran-dev)
 cache=/var/cache/hugepool-tests
 fails=0
 pass() { echo "ok   $*"; }
@@ -48,6 +54,8 @@ deb_of() { ls "$work"/build/"$1"_*.deb 2>/dev/null | head -n 1; }
 names=$(for d in "${debs[@]}"; do dpkg-deb -f "$d" Package; done | sort | tr '\n' ' ')
 want=$(printf '%s\n' "${pkgs[@]}" | sort | tr '\n' ' ')
 if [[ ! -f /usr/include/slurm/spank.h ]]; then want=${want/hugepool-slurm /}; fi
+if ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then want=${want/python3-hugepool /}; fi
+if ! command -v gfortran >/dev/null; then want=${want/libhugepool-fortran-dev /}; want=${want/libhugepool-fortran0 /}; fi
 if ! grep -q 'libhugepool-mpi0' <<<"$names" && ! command -v mpicc >/dev/null; then
   want=${want/libhugepool-mpi-dev /}
   want=${want/libhugepool-mpi0 /}
@@ -62,7 +70,12 @@ for pair in "libhugepool-mpi0 /libhugepool_mpi.so.0" "libhugepool-mpi-dev /libhu
   "libhugepool-mpi-dev /hugepool-mpi.pc\$" "libhugepool-mpi-dev /hugepoolMpiTargets.cmake\$" \
   "libhugepool-mpi-dev /include/hugepool/mpi.h\$" "libhugepool-dev /include/hugepool/hugepool.h\$" \
   "hugepool-helper ./etc/hugepool/reserve.conf\$" "hugepool-helper ./usr/lib/tmpfiles.d/hugepool.conf\$" \
-  "hugepool-slurm ./etc/slurm/plugstack.conf.d/hugepool.conf\$"; do
+  "hugepool-slurm ./etc/slurm/plugstack.conf.d/hugepool.conf\$" "hugepool-tools /man1/hugepool-demo.1.gz\$" \
+  "libhugepool-dev /man3/hugepool_alloc.3.gz -> hugepool.3.gz\$" "libhugepool-dev /man3/hugepool_segment_map.3.gz -> " \
+  "python3-hugepool ./usr/lib/python3/dist-packages/hugepool/__init__.py\$" \
+  "python3-hugepool ./usr/lib/python3/dist-packages/hugepool/_core.*\.so\$" \
+  "libhugepool-fortran0 /libhugepool_fortran.so.0 -> " "libhugepool-fortran-dev /hugepool/fortran/.*/hugepool.mod\$" \
+  "libhugepool-fortran-dev /hugepool-fortran.pc\$" "libhugepool-fortran-dev /libhugepool_fortran.so -> "; do
   set -- $pair
   [[ -n $(deb_of "$1") ]] || continue
   holds "$1" "$2" && pass "$1 holds $2" || fail "$1 lacks $2"
@@ -74,6 +87,14 @@ for d in "${debs[@]}"; do
   dpkg-deb -c "$d" >"$work/contents"
   grep -q "\./usr/share/doc/$p/copyright\$" "$work/contents" && grep -q "\./usr/share/doc/$p/changelog.gz\$" "$work/contents" &&
     pass "$p: copyright and changelog.gz" || fail "$p: no copyright or changelog"
+  # The ldconfig trigger, never a maintainer script that calls ldconfig.
+  for script in postinst postrm; do
+    if grep -q ldconfig <<<"$(dpkg-deb -I "$d" "$script" 2>/dev/null)"; then fail "$p: its $script calls ldconfig"; fi
+  done
+  if grep -q '^-.*\.so\.[0-9.]*$' "$work/contents"; then
+    grep -qx 'activate-noawait ldconfig' <<<"$(dpkg-deb -I "$d" triggers 2>/dev/null)" && pass "$p: the ldconfig trigger" ||
+      fail "$p: a shared library and no ldconfig trigger"
+  fi
   m=$(dpkg-deb -f "$d" Maintainer)
   [[ $m != *localhost* && $m == *@* ]] && pass "$p: maintainer '$m'" || fail "$p: maintainer '$m'"
   if grep -q 'hugepool-reserve$' "$work/contents"; then
@@ -93,6 +114,17 @@ for pc in "hugepool-helper /etc/hugepool/reserve.conf" \
   [[ -n $(deb_of "$1") ]] || continue
   grep -qx "$2" <<<"$(dpkg-deb -I "$(deb_of "$1")" conffiles 2>/dev/null)" && pass "$1: conffile $2" || fail "$1: $2 is no conffile"
 done
+desc=$(dpkg-deb -f "$(deb_of hugepool-helper)" Description)
+grep -q 'hugepool-users' <<<"$desc" && grep -q 'adduser USER hugepool-users' <<<"$desc" &&
+  pass "hugepool-helper's description says how an admin admits a user" || fail "helper description: $desc"
+grep -q adduser <<<"$(dpkg-deb -f "$(deb_of hugepool-helper)" Depends)" && pass "hugepool-helper depends on adduser (addgroup)" ||
+  fail "hugepool-helper: Depends $(dpkg-deb -f "$(deb_of hugepool-helper)" Depends)"
+if [[ -n $(deb_of python3-hugepool) ]]; then
+  dep=$(dpkg-deb -f "$(deb_of python3-hugepool)" Depends)
+  py=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  grep -q "python3 (>= $py~)" <<<"$dep" && grep -q python3-numpy <<<"$dep" &&
+    pass "python3-hugepool depends on python3 $py and numpy" || fail "python3-hugepool: Depends $dep"
+fi
 if [[ -n $(deb_of hugepool-slurm) ]]; then
   dpkg-deb -f "$(deb_of hugepool-slurm)" Depends | grep -q slurmd && pass "hugepool-slurm depends on slurmd" ||
     fail "hugepool-slurm: Depends $(dpkg-deb -f "$(deb_of hugepool-slurm)" Depends)"
@@ -103,9 +135,9 @@ fi
 
 # ---- 2. lintian ----
 if command -v lintian >/dev/null; then
-  lintian --no-tag-display-limit "${debs[@]}" >"$work/lintian.log" 2>&1 || true
-  if grep -q '^E: ' "$work/lintian.log"; then fail "lintian errors: $(grep '^E: ' "$work/lintian.log")"; else
-    pass "lintian: no errors ($(grep -c '^W: ' "$work/lintian.log" || true) warnings)"
+  lintian --tag-display-limit 0 "${debs[@]}" >"$work/lintian.log" 2>&1 || true
+  if grep -q '^[EW]: ' "$work/lintian.log"; then fail "lintian: $(grep '^[EW]: ' "$work/lintian.log")"; else
+    pass "lintian: no errors, no warnings"
   fi
 else
   fail "lintian is not installed (bash .ci/deps)"
@@ -161,6 +193,8 @@ clean_root() {
     pass "clean root: helper setgid hugepool, 2711" || fail "clean root: helper mode"
   grep -q '^max_pages' "$root/etc/hugepool/reserve.conf" && pass "clean root: the packaged reserve.conf" ||
     fail "clean root: no reserve.conf"
+  in_root getent group hugepool-users >/dev/null && grep -qx 'group hugepool-users' "$root/etc/hugepool/reserve.conf" &&
+    pass "clean root: the group reserve.conf names, hugepool-users, exists" || fail "clean root: no group hugepool-users"
   if in_root dpkg --purge hugepool-helper hugepool-tools libhugepool-dev libhugepool0 >>"$work/root-apt.log" 2>&1; then
     pass "clean root: dpkg --purge"
   else fail "clean root: purge: $(tail -n 10 "$work/root-apt.log")"; fi
@@ -170,6 +204,7 @@ clean_root() {
     [[ -e $root$f ]] && left+=("$f")
   done
   in_root getent group hugepool >/dev/null && left+=("group hugepool")
+  in_root getent group hugepool-users >/dev/null && left+=("group hugepool-users")
   ((${#left[@]} == 0)) && pass "clean root: the purge removed everything the packages made" || fail "clean root: left ${left[*]}"
 }
 clean_root
@@ -209,6 +244,7 @@ unplant() {
 sysfs=(/sys/kernel/mm/hugepages/hugepages-*/nr_hugepages /sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages)
 snapshot() {
   getent group hugepool | cut -d: -f1,3 || true
+  getent group hugepool-users | cut -d: -f1,3,4 || true
   stat -c '%n %a %U %G' "${sysfs[@]}"
   ls -lA /etc/hugepool /var/lib/hugepool /run/hugepool /etc/tmpfiles.d/hugepool.conf 2>&1 | sed 's/ [A-Z][a-z][a-z] .*:[0-9][0-9] / /'
   sha256sum /etc/hugepool/reserve.conf /var/lib/hugepool/grants 2>&1
@@ -269,15 +305,48 @@ grep -q '^verdict: ' <<<"$out" && pass "hugepool doctor prints its verdict" || f
 if out=$(/usr/sbin/hugepool-reserve --status 2>&1) && grep -q '2048' <<<"$out"; then
   pass "hugepool-reserve --status"
 else fail "hugepool-reserve --status: $out"; fi
+getent group hugepool-users >/dev/null && pass "the group hugepool-users exists" || fail "no group hugepool-users"
+# A user the admin admitted (adduser USER hugepool-users, as the package
+# description says) reserves pages through the installed helper: the pool
+# grows in /proc/meminfo, and --release gives them back.
+hp_total() { awk '/^HugePages_Total:/ {print $2}' /proc/meminfo; }
+site_group=$(awk '$1 == "group" {print $2}' /etc/hugepool/reserve.conf)
+user=hp-pkg-test-$$
+if useradd --system --no-create-home --shell /usr/sbin/nologin "$user" 2>"$work/useradd.log" &&
+  adduser --quiet "$user" "$site_group" >>"$work/useradd.log" 2>&1; then
+  before_total=$(hp_total)
+  cp /var/lib/hugepool/grants "$work/grants.before"
+  as_user() { setpriv --reuid="$user" --regid="$user" --init-groups /usr/sbin/hugepool-reserve "$@"; }
+  out=$(as_user 2 2>&1) && rc=0 || rc=$?
+  granted=$(($(hp_total) - before_total))
+  out2=$(as_user --release 2>&1) || true
+  [[ $rc == 0 && $granted == 2 && $(hp_total) == "$before_total" ]] &&
+    pass "a user in $site_group reserves 2 pages through the installed helper (pool +$granted) and releases them" ||
+    fail "user in $site_group: rc $rc, pool +$granted: $out / release: $out2"
+  userdel "$user" 2>/dev/null
+  # The pool is back (above).  The helper leaves the table it rewrote (an
+  # empty file becomes its empty table, a header and a checksum): the bytes
+  # the site had are put back, so that the purge check below compares the
+  # site's own state.
+  cmp -s /var/lib/hugepool/grants "$work/grants.before" ||
+    echo "     grant table after the release: $(cat /var/lib/hugepool/grants)"
+  cat "$work/grants.before" >/var/lib/hugepool/grants
+else
+  fail "cannot add a test user to $site_group: $(cat "$work/useradd.log")"
+fi
 out=$(setpriv --reuid=65534 --regid=65534 --clear-groups /usr/sbin/hugepool-reserve 1 2>&1) && rc=0 || rc=$?
 [[ $rc == 1 ]] && grep -q "hugepool-users" <<<"$out" && pass "a user outside hugepool-users is refused" ||
   fail "nobody: rc $rc: $out"
 if out=$(/usr/bin/hugepool-run -- /bin/true 2>&1); then pass "installed hugepool-run finds its interposer"; else
   fail "hugepool-run: $out"; fi
-for page in hugepool-run.1 hugepool.1 hugepool-stats.1 hugepool-reserve.8 hugepool.3; do
+# man follows a function's page name (a link) to hugepool.3.
+for page in hugepool-run.1 hugepool.1 hugepool-stats.1 hugepool-demo.1 hugepool-reserve.8 hugepool.3 \
+  hugepool_alloc.3=hugepool.3 hugepool_segment_unmap.3=hugepool.3; do
+  file=${page#*=}
+  page=${page%=*}
   name=${page%.*}
   sec=${page##*.}
-  man -w "$sec" "$name" 2>/dev/null | grep -q "/usr/share/man/man$sec/$page" && pass "man $sec $name" ||
+  grep -q "/usr/share/man/man$sec/$file" <<<"$(man -w "$sec" "$name" 2>/dev/null)" && pass "man $sec $name" ||
     fail "man $sec $name not found"
 done
 cat >"$work/app.c" <<'C'
@@ -291,6 +360,27 @@ C
 if cc "$work/app.c" $(pkg-config --cflags --libs hugepool) -o "$work/app" 2>"$work/cc.log" && "$work/app" | grep -q policy; then
   pass "a program builds and runs against the installed library (pkg-config)"
 else fail "pkg-config build: $(cat "$work/cc.log")"; fi
+# The Python package and the Fortran module, as installed.
+if [[ -f /usr/lib/python3/dist-packages/hugepool/__init__.py ]]; then
+  out=$(cd / && env -u PYTHONPATH /usr/bin/python3 -c \
+    'import hugepool; print(hugepool.get_page_size(), hugepool.__file__)' 2>&1) &&
+    [[ $out == "2097152 /usr/lib/python3/dist-packages/hugepool/__init__.py" ]] &&
+    pass "python3-hugepool: import hugepool from the installed package" || fail "python3 -c 'import hugepool': $out"
+fi
+if [[ -f /usr/lib/x86_64-linux-gnu/pkgconfig/hugepool-fortran.pc ]]; then
+  cat >"$work/app.f90" <<'F'
+program app
+  use hugepool
+  implicit none
+  print '(a,i0)', 'page ', hugepool_get_page_size()
+end program
+F
+  # shellcheck disable=SC2046
+  if gfortran "$work/app.f90" $(pkg-config --cflags --libs hugepool-fortran) -o "$work/fapp" 2>"$work/fc.log" &&
+    [[ $("$work/fapp" 2>>"$work/fc.log") == "page 2097152" ]]; then
+    pass "a Fortran program builds and runs with the installed module (pkg-config hugepool-fortran)"
+  else fail "Fortran: $(cat "$work/fc.log")"; fi
+fi
 if [[ -f /usr/include/hugepool/mpi.h ]]; then
   cat >"$work/mpiapp.c" <<'C'
 #include <hugepool/mpi.h>

@@ -1,14 +1,28 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The Spack package kept in packaging/spack.
-#  1. Without Spack: package.py compiles, and every CMake variable it sets
-#     is one the build reads (a renamed option would silently be ignored).
-#  2. With a `spack` on PATH: an environment with Debian's packages as
-#     externals (cmake, MPICH, numactl, jemalloc, pkgconf, python, Slurm)
-#     builds hugepool from this checkout (spack develop) with +mpi +preload
-#     +helper +slurm, non-default helper paths, and the installed programs
-#     run; then ~mpi ~preload ~helper (library only).  Skipped (77) without
-#     Spack: CI has none, and Spack cannot be fetched there.
+# The Spack package kept in packaging/spack, built by a real Spack.
+#  1. package.py compiles, and every CMake variable it sets is one the build
+#     reads (a renamed option would silently be ignored).
+#  2. The Spack and clingo kept as tarballs beside the project (shared/vendor
+#     in a parent directory of the source tree, or HUGEPOOL_VENDOR_DIR) are
+#     unpacked into a temporary directory, and an environment with Debian's
+#     packages as externals (what .ci/deps installs; no network) builds a
+#     copy of this source tree three times:
+#       hugepool                the default spec (+mpi +preload +helper ~slurm +tools)
+#       hugepool ~helper        (the slurm variant does not exist then)
+#       hugepool +slurm ~mpi ~preload +fortran, with non-default helper paths
+#     and each install holds what its spec asks for and nothing else: no
+#     SPANK plugin without +slurm (Slurm's spank.h is on this machine), no
+#     Open MPI library (mpicc.openmpi is on this machine, the spec's MPI is
+#     MPICH), no helper with ~helper, Fortran modules with +fortran only, no
+#     Python package.
+#  3. The default spec's installed programs run: hugepool-run preloads its
+#     interposer, and after `spack load` a CMake consumer (find_package) and
+#     a pkg-config consumer build and run.
+# That Spack (0.23.0.dev0, June 2024) predates the c/cxx/fortran language
+# virtuals, which current Spack requires and package.py declares: the test
+# strips those depends_on lines from its copy of the repository.
+# Never skipped: without the tarballs the test fails and says where it looked.
 #   spack.sh SOURCE_DIR
 set -uo pipefail
 src=$(cd "$1" && pwd)
@@ -16,33 +30,74 @@ pkg=$src/packaging/spack/packages/hugepool/package.py
 fails=0
 pass() { echo "ok   $*"; }
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+t0=$SECONDS
+elapsed() { echo "     ($((SECONDS - t0)) s)"; }
 
 python3 - "$pkg" <<'PY' && pass "package.py compiles" || fail "package.py does not compile"
 import ast, sys
 ast.parse(open(sys.argv[1]).read())
 PY
-mapfile -t vars < <(grep -o 'define\(_from_variant\)\?("[A-Z_]*"' "$pkg" | grep -o '"[A-Z_]*"' | tr -d '"' | sort -u)
+mapfile -t vars < <(grep -o 'define\(_from_variant\)\?("[A-Za-z0-9_]*"' "$pkg" | grep -o '"[A-Za-z0-9_]*"' | tr -d '"' | sort -u)
 for v in "${vars[@]}"; do
   grep -rqw --include=CMakeLists.txt --include='*.cmake' -- "$v" "$src/CMakeLists.txt" "$src/lib" "$src/mpi" \
-    "$src/preload" "$src/setuid-helper" "$src/tools" "$src/packaging" &&
+    "$src/preload" "$src/setuid-helper" "$src/tools" "$src/packaging" "$src/python" "$src/fortran" &&
     pass "CMake reads $v" || fail "package.py sets $v, which no CMake file reads"
 done
 
-if ! command -v spack >/dev/null; then
-  echo "skip: no spack on PATH (the static checks above ran: $fails failure(s))"
-  ((fails == 0)) || exit 1
-  exit 77
+# ---- the vendored Spack and clingo ----
+find_vendor() {
+  local d=$src
+  if [[ -n ${HUGEPOOL_VENDOR_DIR:-} ]]; then echo "$HUGEPOOL_VENDOR_DIR"; return; fi
+  while [[ $d != / ]]; do
+    d=$(dirname "$d")
+    [[ -d $d/shared/vendor ]] && { echo "$d/shared/vendor"; return; }
+  done
+}
+vendor=$(find_vendor)
+spack_tar=$(ls "$vendor"/spack-*.tar.xz 2>/dev/null | head -n 1)
+clingo_tar=$(ls "$vendor"/clingo-*.tar.xz 2>/dev/null | head -n 1)
+if [[ -z $vendor || -z $spack_tar || -z $clingo_tar ]]; then
+  echo "FAIL no Spack and clingo tarballs: looked for shared/vendor/{spack,clingo}-*.tar.xz in every parent" \
+    "directory of $src${vendor:+ (found $vendor)}; set HUGEPOOL_VENDOR_DIR to the directory that holds them"
+  exit 1
 fi
-tmp=$(mktemp -d)
+tmp=$(mktemp -d /tmp/hugepool-spack.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+tar -C "$tmp" -xJf "$spack_tar" && tar -C "$tmp" -xJf "$clingo_tar" ||
+  { echo "FAIL cannot unpack $spack_tar and $clingo_tar"; exit 1; }
+# Nothing of the user's own Spack configuration or caches.
+export SPACK_PYTHON=/usr/bin/python3 SPACK_DISABLE_LOCAL_CONFIG=1
+export SPACK_USER_CONFIG_PATH=$tmp/user SPACK_USER_CACHE_PATH=$tmp/cache
+export PYTHONPATH=$(echo "$tmp"/clingo/lib/python3*/site-packages)
+unset SPACK_ROOT SPACK_ENV CMAKE_PREFIX_PATH PKG_CONFIG_PATH LD_LIBRARY_PATH
+spack() { "$tmp/spack/bin/spack" "$@"; }
+spack --version >/dev/null 2>"$tmp/err" || { echo "FAIL the unpacked Spack does not run: $(cat "$tmp/err")"; exit 1; }
+pass "Spack $(spack --version) from $spack_tar"
+
+# A copy of the source tree (Spack builds inside the tree it develops) and
+# of the package repository, without the language virtuals.
+mkdir -p "$tmp/src"
+if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  (cd "$src" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$tmp/src" 2>/dev/null)
+else
+  (cd "$src" && find . -path ./.git -prune -o -path './build*' -prune -o -type f -print0 |
+    xargs -0 cp --parents -t "$tmp/src")
+fi
+cp -r "$src/packaging/spack" "$tmp/repo"
+sed -i -E '/^\s*depends_on\("(c|cxx|fortran)",/d' "$tmp/repo/packages/hugepool/package.py"
+grep -qE 'depends_on\("(c|cxx)"' "$pkg" && ! grep -qE 'depends_on\("(c|cxx|fortran)"' "$tmp/repo/packages/hugepool/package.py" &&
+  pass "package.py declares c and cxx; stripped for this Spack, which predates the language virtuals" ||
+  fail "package.py: expected depends_on(\"c\") and (\"cxx\") (modern Spack needs them), stripped in the copy"
+
 ver() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null | sed 's/^[0-9]*://; s/[-+~].*//'; }
-cat >"$tmp/spack.yaml" <<YAML
+mkdir -p "$tmp/env"
+cat >"$tmp/env/spack.yaml" <<YAML
 spack:
   specs: []
   view: false
-  concretizer: {unify: false, reuse: false}
-  repos: [$src/packaging/spack]
-  config: {install_tree: {root: $tmp/opt}, build_stage: [$tmp/stage]}
+  concretizer: {unify: false, reuse: false, targets: {granularity: generic}}
+  repos: [$tmp/repo]
+  config: {install_tree: {root: $tmp/opt}, build_stage: [$tmp/stage], build_jobs: 2}
   packages:
     all: {require: ["%gcc"]}
     cmake: {externals: [{spec: cmake@$(ver cmake), prefix: /usr}], buildable: false}
@@ -56,23 +111,104 @@ spack:
     slurm: {externals: [{spec: slurm@$(ver libslurm-dev), prefix: /usr}], buildable: false}
     gmake: {externals: [{spec: gmake@$(ver make), prefix: /usr}], buildable: false}
 YAML
-# Debian keeps libjemalloc_pic.a and the MPI library in the multiarch directory.
-(
-  cd "$tmp" || exit 1
-  spack -e . develop --no-clone --path "$src" hugepool@=0.1.0 >"$tmp/develop.log" 2>&1 || { cat "$tmp/develop.log"; exit 1; }
-  spack -e . add "hugepool@=0.1.0+mpi+preload+helper+slurm reserve_conf=/opt/site/hugepool.conf state_dir=/var/lib/hp jobs_dir=/run/hp/jobs" &&
-    spack -e . concretize -f >"$tmp/concretize.log" 2>&1 && spack -e . install >"$tmp/install.log" 2>&1
-) && pass "spack install hugepool+mpi+preload+helper+slurm with Debian externals" ||
-  { fail "spack install: $(tail -n 30 "$tmp"/*.log)"; }
-prefix=$(cd "$tmp" && spack -e . location -i hugepool 2>/dev/null)
-if [[ -n $prefix ]]; then
-  "$prefix/bin/hugepool-run" -- /bin/cat /proc/self/maps | grep -q "$prefix/.*libhugepool_preload.so" &&
-    pass "the Spack-installed hugepool-run preloads its interposer" || fail "hugepool-run from $prefix"
-  strings "$prefix/sbin/hugepool-reserve" | grep -q '^/opt/site/hugepool.conf$' &&
-    pass "the helper's configured path is compiled in" || fail "reserve_conf not in the helper"
-  [[ -f $prefix/lib/libhugepool_mpi.so || -n $(find "$prefix" -name 'libhugepool_mpi.so*') ]] &&
-    pass "libhugepool_mpi installed" || fail "no libhugepool_mpi"
-  [[ -n $(find "$prefix" -name hugepool_spank.so) ]] && pass "the SPANK plugin installed" || fail "no SPANK plugin"
+default="hugepool@=0.1.0"
+nohelper="hugepool@=0.1.0 ~helper"
+slurm="hugepool@=0.1.0 +slurm ~mpi ~preload +fortran reserve_conf=/opt/site/hugepool.conf state_dir=/var/lib/hp jobs_dir=/run/hp/jobs"
+cd "$tmp/env" || exit 1
+if spack compiler find --scope site >"$tmp/compiler.log" 2>&1 &&
+  spack -e . develop --no-clone --path "$tmp/src" hugepool@=0.1.0 >"$tmp/develop.log" 2>&1 &&
+  spack -e . add "$default" "$nohelper" "$slurm" >"$tmp/add.log" 2>&1 &&
+  spack -e . concretize -f >"$tmp/concretize.log" 2>&1; then
+  pass "concretized with Debian externals: $(grep -c '^ - .*hugepool@' "$tmp/concretize.log") hugepool specs"
+else
+  echo "FAIL spack concretize: $(tail -n 30 "$tmp"/compiler.log "$tmp"/develop.log "$tmp"/add.log "$tmp"/concretize.log)"
+  exit 1
 fi
+elapsed
+spack -e . install >"$tmp/install.log" 2>&1 && pass "spack install of the three specs" ||
+  fail "spack install: $(grep -B 5 -A 20 'Error' "$tmp/install.log" | head -n 60)"
+elapsed
+
+# ---- what each spec installed ----
+prefix_of() { spack -e . location -i "$1" 2>/dev/null; }
+p_default=$(prefix_of "hugepool+helper~slurm+mpi")
+p_nohelper=$(prefix_of "hugepool~helper")
+p_slurm=$(prefix_of "hugepool+slurm")
+has() { [[ -n $(find "$1" -name "$2" -print -quit 2>/dev/null) ]]; }
+expect() { # PREFIX LABEL present|absent NAME...
+  local p=$1 label=$2 want=$3 n
+  shift 3
+  [[ -n $p && -d $p ]] || { fail "$label: not installed"; return; }
+  for n in "$@"; do
+    if has "$p" "$n"; then
+      [[ $want == present ]] && pass "$label installs $n" || fail "$label installs $n: $(cd "$p" && find . -name "$n")"
+    else
+      [[ $want == absent ]] && pass "$label: no $n" || fail "$label lacks $n"
+    fi
+  done
+}
+expect "$p_default" default present hugepool-run hugepool-stats hugepool-reserve 'libhugepool.so.0' \
+  'libhugepool_mpi.so.0' libhugepool_preload.so libhugepool_mpi_preload.so hugepool.pc hugepool-reserve.8.gz
+expect "$p_default" default absent hugepool_spank.so '*openmpi*' '*.mod' '_core*.so' 'modulefiles'
+expect "$p_nohelper" "~helper" present 'libhugepool.so.0' hugepool-run 'libhugepool_mpi.so.0'
+expect "$p_nohelper" "~helper" absent hugepool-reserve hugepool-reserve.8.gz hugepool_spank.so '*openmpi*'
+expect "$p_slurm" "+slurm ~mpi ~preload +fortran" present hugepool_spank.so hugepool-reserve 'libhugepool.so.0' \
+  hugepool.mod 'libhugepool_fortran.so.0' hugepool-fortran.pc
+expect "$p_slurm" "+slurm ~mpi ~preload +fortran" absent '*hugepool_mpi*' libhugepool_preload.so hugepool-run '*openmpi*'
+if [[ -n $p_slurm ]]; then
+  for f in sbin/hugepool-reserve "$(cd "$p_slurm" && find . -name hugepool_spank.so | head -n 1)"; do
+    # Read whole before grep -q: under pipefail an early exit is a SIGPIPE.
+    grep -qx /opt/site/hugepool.conf <<<"$(strings "$p_slurm/$f" 2>/dev/null)" &&
+      pass "reserve_conf=/opt/site/hugepool.conf compiled into $f" || fail "reserve_conf not in $f"
+  done
+fi
+if [[ -n $p_default ]]; then
+  out=$(readelf -d "$p_default"/lib*/libhugepool_mpi.so.0 2>&1)
+  grep -q 'libmpich' <<<"$out" && pass "libhugepool_mpi links the spec's MPI (MPICH)" ||
+    fail "libhugepool_mpi's MPI: $(grep NEEDED <<<"$out")"
+fi
+
+# ---- the default spec's programs, and consumers after `spack load` ----
+if [[ -n $p_default ]]; then
+  out=$("$p_default/bin/hugepool-run" -- /bin/cat /proc/self/maps 2>&1)
+  grep -q "$p_default/.*libhugepool_preload.so" <<<"$out" &&
+    pass "the installed hugepool-run preloads its interposer" || fail "hugepool-run: $(tail -n 5 <<<"$out")"
+  out=$("$p_default/bin/hugepool" doctor 2>&1) || true
+  grep -q '^verdict: ' <<<"$out" && pass "the installed hugepool doctor gives its verdict" || fail "doctor: $out"
+  mkdir -p "$tmp/consumer"
+  cat >"$tmp/consumer/app.c" <<'C'
+#include <hugepool/hugepool.h>
+#include <stdio.h>
+int main(void) {
+  printf("policy %s\n", hugepool_policy_name(hugepool_get_policy()));
+  return 0;
+}
+C
+  cat >"$tmp/consumer/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.25)
+project(consumer C)
+find_package(hugepool REQUIRED)
+add_executable(app app.c)
+target_link_libraries(app PRIVATE hugepool::hugepool)
+CM
+  (
+    eval "$(spack -e . load --sh hugepool+helper~slurm+mpi)" || exit 1
+    cmake -S "$tmp/consumer" -B "$tmp/consumer/build" >"$tmp/consumer.log" 2>&1 &&
+      cmake --build "$tmp/consumer/build" >>"$tmp/consumer.log" 2>&1 || exit 2
+    grep -q '^policy ' <<<"$("$tmp/consumer/build/app")" || exit 3
+    grep -q "hugepool_DIR:PATH=$p_default/" "$tmp/consumer/build/CMakeCache.txt" || exit 4
+  ) && pass "after spack load: a CMake consumer (find_package) builds against the install and runs" ||
+    fail "CMake consumer (step $?): $(tail -n 15 "$tmp/consumer.log")"
+  (
+    eval "$(spack -e . load --sh hugepool+helper~slurm+mpi)" || exit 1
+    unset LD_LIBRARY_PATH
+    # shellcheck disable=SC2046
+    cc "$tmp/consumer/app.c" $(pkg-config --cflags --libs hugepool) -o "$tmp/consumer/pc-app" 2>"$tmp/pc.log" || exit 2
+    grep -q '^policy ' <<<"$("$tmp/consumer/pc-app" 2>>"$tmp/pc.log")" || exit 3
+    grep -q "libhugepool.so.0 => $p_default/" <<<"$(ldd "$tmp/consumer/pc-app")" || exit 4
+  ) && pass "after spack load: a pkg-config consumer builds and runs (no LD_LIBRARY_PATH)" ||
+    fail "pkg-config consumer (step $?): $(cat "$tmp/pc.log")"
+fi
+elapsed
 echo "$fails failure(s)"
 ((fails == 0))

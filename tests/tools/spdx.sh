@@ -19,7 +19,7 @@ for f in "${all[@]}"; do
   case $f in
     # Formats that allow no comment line: a Debian changelog, and the
     # machine-readable copyright file, which names the licence itself.
-    tools/debian/changelog.in | tools/debian/copyright.in) continue ;;
+    packaging/debian/changelog.in | packaging/debian/copyright.in) continue ;;
     *.c | *.h | *.cpp | *.hpp | *.in | *.cmake | CMakeLists.txt | */CMakeLists.txt | *.py | *.f90 | *.F90) ;;
     *) head -c 2 "$f" 2>/dev/null | grep -q '^#!' || continue ;;
   esac

@@ -4,13 +4,16 @@
 public function of hugepool.h in hugepool(3), every HUGEPOOL_* variable of
 the option table documented, and each page renders without a groff warning.
 
-    test_man.py MAN_DIR SOURCE_DIR HUGEPOOL HUGEPOOL_RUN HUGEPOOL_RESERVE"""
+Each function also has its page name: a link NAME.3.gz to hugepool.3.gz
+among the compressed pages that are installed (man hugepool_alloc).
+
+    test_man.py MAN_DIR SOURCE_DIR HUGEPOOL HUGEPOOL_RUN HUGEPOOL_RESERVE HUGEPOOL_DEMO"""
 import os
 import re
 import subprocess
 import sys
 
-MAN, SRC, HUGEPOOL, RUN, RESERVE = sys.argv[1:6]
+MAN, SRC, HUGEPOOL, RUN, RESERVE, DEMO = sys.argv[1:7]
 failures = []
 
 
@@ -50,6 +53,7 @@ def main():
     compare("hugepool-reserve", [RESERVE, "--help"], "hugepool-reserve.8")
     compare("hugepool doctor", [HUGEPOOL, "doctor", "--help"], "hugepool.1")
     compare("hugepool-stats", [HUGEPOOL, "stats", "--help"], "hugepool-stats.1")
+    compare("hugepool-demo", [DEMO, "--help"], "hugepool-demo.1", ignore=("--help",))
 
     header = open(os.path.join(SRC, "include/hugepool/hugepool.h")).read()
     funcs = set(re.findall(r"^HUGEPOOL_API\b.*?\b(hugepool_\w+)\(", header, re.M))
@@ -60,6 +64,10 @@ def main():
           + ("" if funcs == documented else f" (missing: {sorted(funcs - documented)}, extra: {sorted(documented - funcs)})"))
     names = re.search(r"^\.SH NAME\n(.*?)(?=^\.SH )", page3, re.S | re.M).group(1)
     check(all(f in names for f in funcs), "hugepool(3) NAME names every function (so man finds the page by each)")
+    links = os.path.join(os.path.dirname(MAN), "man-gz", "links")
+    bad = [f for f in sorted(funcs) if os.readlink(os.path.join(links, f + ".3.gz")) != "hugepool.3.gz"] \
+        if all(os.path.islink(os.path.join(links, f + ".3.gz")) for f in funcs) else sorted(funcs)
+    check(funcs and not bad, f"each function's page name links to hugepool.3.gz ({len(funcs)}; wrong: {bad[:5]})")
 
     table = os.path.join(SRC, "lib/option-table.c")
     options = open(table if os.path.exists(table) else os.path.join(SRC, "lib/options.c")).read()

@@ -192,6 +192,24 @@ def main():
               f"small pool: the node should have had {need} pages, more than the 20 given")
         with open(png, "rb") as f:
             check(f.read(8) == b"\x89PNG\r\n\x1a\n", "--png writes a PNG")
+        # The first python3 on PATH lacks matplotlib (python3 -S: no
+        # dist-packages): hugepool-stats finds Debian's, which has it.
+        if _has_matplotlib("/usr/bin/python3"):
+            bare = os.path.join(work, "bare-python")
+            os.mkdir(bare)
+            with open(os.path.join(bare, "python3"), "w") as f:
+                f.write('#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n')
+            os.chmod(os.path.join(bare, "python3"), 0o755)
+            os.unlink(png)
+            env = dict(os.environ, PATH=bare + os.pathsep + os.environ.get("PATH", ""))
+            p = subprocess.run([HUGEPOOL + "-stats", "--png", png, *files], capture_output=True, text=True, env=env)
+            check(p.returncode == 0 and os.path.exists(png),
+                  f"--png with a python3 without matplotlib first on PATH: Debian's is used ({p.stderr.strip()[:300]})")
+            # With none to turn to, it names the interpreters it tried.
+            env["HUGEPOOL_STATS_REEXEC"] = "1"
+            p = subprocess.run([HUGEPOOL + "-stats", "--png", png, *files], capture_output=True, text=True, env=env)
+            check(p.returncode == 2 and "(running hugepool-stats)" in p.stderr and "python3-matplotlib" in p.stderr,
+                  f"--png without matplotlib anywhere: exit 2, the interpreter named ({p.stderr.strip()[:300]})")
 
         # Files of processes that made no hugepool allocation are ignored.
         empty = os.path.join(work, "hp.norank")

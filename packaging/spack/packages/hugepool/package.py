@@ -4,7 +4,10 @@ Spack package repository: `spack repo add packaging/spack`).
 
 Build from a checkout with `spack develop --path <checkout> hugepool@=0.1.0`
 in an environment, then `spack install`; tests/tools/spack.sh does that
-against externals for Debian's packages."""
+against externals for Debian's packages.  The build uses only what the spec
+provides: what the variants leave out is switched off in CMake, never left
+to be found on the system (an MPI, Slurm's spank.h, a Fortran compiler,
+Python with numpy)."""
 
 try:  # Spack 1.x: build systems live in the builtin repository
     from spack_repo.builtin.build_systems.cmake import CMakePackage
@@ -30,6 +33,8 @@ class Hugepool(CMakePackage):
     variant("helper", default=True, description="hugepool-reserve, the pool helper (made setgid by the site)")
     variant("slurm", default=False, when="+helper", description="Slurm SPANK plugin: srun --hugepages=N")
     variant("tools", default=True, description="hugepool doctor, hugepool-stats, man pages")
+    variant("fortran", default=False, description="Fortran modules hugepool (and hugepool_mpi with +mpi)")
+    variant("python", default=False, description="Python package hugepool (numpy arrays on hugepool buffers)")
     # The helper's compiled-in paths: never read from the environment.
     variant("reserve_conf", default="/etc/hugepool/reserve.conf", when="+helper",
             description="the helper's site config")
@@ -40,6 +45,7 @@ class Hugepool(CMakePackage):
 
     depends_on("c", type="build")
     depends_on("cxx", type="build")
+    depends_on("fortran", type="build", when="+fortran")
     depends_on("cmake@3.25:", type="build")
     depends_on("pkgconfig", type="build")
     depends_on("numactl")
@@ -48,6 +54,10 @@ class Hugepool(CMakePackage):
     depends_on("jemalloc@5.3", when="+preload")
     depends_on("slurm", when="+slurm")
     depends_on("python@3:", type="run", when="+tools")
+    # The package goes into the prefix's site directory: `spack load` puts it
+    # on PYTHONPATH.
+    extends("python", when="+python")
+    depends_on("py-numpy", type=("build", "run"), when="+python")
 
     conflicts("platform=darwin", msg="hugetlb pages are a Linux kernel feature")
     conflicts("platform=windows", msg="hugetlb pages are a Linux kernel feature")
@@ -59,6 +69,12 @@ class Hugepool(CMakePackage):
             self.define_from_variant("HUGEPOOL_BUILD_PRELOAD", "preload"),
             self.define_from_variant("HUGEPOOL_BUILD_HELPER", "helper"),
             self.define_from_variant("HUGEPOOL_BUILD_TOOLS", "tools"),
+            self.define_from_variant("HUGEPOOL_BUILD_FORTRAN", "fortran"),
+            self.define_from_variant("HUGEPOOL_BUILD_PYTHON", "python"),
+            # The variant is conditional (when="+helper"): ~helper has none.
+            self.define("HUGEPOOL_BUILD_SLURM", spec.satisfies("+slurm")),
+            # The spec's MPI only, never a second one found on the system.
+            self.define("HUGEPOOL_BUILD_OPENMPI", False),
             self.define("HUGEPOOL_BUILD_BENCH", False),
             # Spack writes its own modulefiles.
             self.define("HUGEPOOL_INSTALL_MODULEFILES", False),
@@ -70,14 +86,27 @@ class Hugepool(CMakePackage):
                 self.define_from_variant("HUGEPOOL_RESERVE_STATE_DIR", "state_dir"),
                 self.define_from_variant("HUGEPOOL_RESERVE_JOBS_DIR", "jobs_dir"),
             ]
+        if spec.satisfies("+slurm"):
+            args.append(self.define("HUGEPOOL_SPANK_INCLUDE", spec["slurm"].prefix.include))
+        if spec.satisfies("+python"):
+            args.append(self.define("Python3_EXECUTABLE", spec["python"].command.path))
         # jemalloc's libjemalloc_pic.a is found through CMAKE_PREFIX_PATH
         # (Debian's external keeps it in the multiarch directory).
-        if spec.satisfies("~slurm"):
-            # spank.h of a Slurm outside the spec must not switch the plugin on.
-            args.append(self.define("HUGEPOOL_SPANK_INCLUDE", "HUGEPOOL_SPANK_INCLUDE-NOTFOUND"))
-        else:
-            args.append(self.define("HUGEPOOL_SPANK_INCLUDE", spec["slurm"].prefix.include))
         return args
+
+    @run_after("install")
+    def check_bindings(self):
+        """A binding the spec asks for is installed: the build leaves out the
+        Python package when its interpreter cannot import numpy, and the
+        Fortran modules without a Fortran compiler, with a message only."""
+        wanted = []
+        if self.spec.satisfies("+fortran"):
+            wanted.append("hugepool.mod")
+        if self.spec.satisfies("+python"):
+            wanted.append("__init__.py")
+        for name in wanted:
+            if not find(self.prefix, name):
+                raise InstallError("{0} was not installed: see the CMake output".format(name))
 
     @run_after("install")
     def check_install(self):

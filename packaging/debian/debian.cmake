@@ -8,6 +8,9 @@
 #   hugepool-tools       hugepool, hugepool-stats, hugepool-run + the interposers, the demo, man 1 (tools)
 #   hugepool-helper      hugepool-reserve, setgid by its postinst, reserve.conf (conffile), man 8 (helper)
 #   hugepool-slurm       the SPANK plugin and its plugstack.conf.d snippet (conffile)  (slurm)
+#   python3-hugepool     the Python package                          (python)
+#   libhugepool-fortran0 libhugepool_fortran.so.0 (and _fortran_mpi) (fortran)
+#   libhugepool-fortran-dev  the .mod files, links, CMake targets, pkg-config (fortrandev)
 # Every package carries /usr/share/doc/<package>/copyright (DEP-5) and
 # changelog.gz.  Who maintains the packages and the project's homepage are
 # cache variables: HUGEPOOL_PACKAGE_MAINTAINER (default: DEBFULLNAME and
@@ -72,7 +75,7 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 # libhugepool.so.0 is ours: dpkg-shlibdeps finds it in the build tree (the
 # packages name libhugepool0 explicitly).
-set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_BINARY_DIR}/lib)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_BINARY_DIR}/lib ${CMAKE_BINARY_DIR}/mpi ${CMAKE_BINARY_DIR}/fortran)
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 if(HUGEPOOL_PACKAGE_HOMEPAGE)
@@ -99,8 +102,10 @@ set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_TOOLS_DESCRIPTION "guaranteed hugetlb buffers for HPC communication (tools)\n${_long_lib}\n.\nThis package holds hugepool-run and its LD_PRELOAD interposers (large\nallocations of unmodified programs and MPI jobs on hugetlb pages), hugepool\ndoctor (will it work here, and the fix), hugepool-stats and hugepool-demo.")
 set(CPACK_DEBIAN_HELPER_PACKAGE_NAME hugepool-helper)
 set(CPACK_DEBIAN_HELPER_PACKAGE_SECTION admin)
-set(CPACK_DEBIAN_HELPER_PACKAGE_DEPENDS "passwd")
-set(CPACK_DEBIAN_HELPER_DESCRIPTION "lets users size the hugepage pool within site limits\n${_long_lib}\n.\nThis package holds hugepool-reserve, a small audited setgid helper that\nlets the users of a group grow the node's hugepage pool within the limits\nof /etc/hugepool/reserve.conf and give the pages back.")
+# adduser: addgroup --system for the groups (Debian policy 9.2.2);
+# passwd: groupdel when a purge removes them.
+set(CPACK_DEBIAN_HELPER_PACKAGE_DEPENDS "adduser, passwd")
+set(CPACK_DEBIAN_HELPER_DESCRIPTION "lets users size the hugepage pool within site limits\n${_long_lib}\n.\nThis package holds hugepool-reserve, a small audited setgid helper that\nlets the users of a group grow the node's hugepage pool within the limits\nof /etc/hugepool/reserve.conf and give the pages back.\n.\nThe package creates the system group hugepool-users, the group that\nreserve.conf admits. No user is in it at first: an administrator admits a\nuser with `adduser USER hugepool-users` (effective at the user's next\nlogin), and sets the limits in /etc/hugepool/reserve.conf.")
 if(TARGET hugepool_mpi)
   list(APPEND CPACK_COMPONENTS_ALL mpi mpidev)
   set(CPACK_DEBIAN_MPI_PACKAGE_NAME libhugepool-mpi0)
@@ -112,6 +117,42 @@ if(TARGET hugepool_mpi)
   set(CPACK_DEBIAN_MPIDEV_PACKAGE_DEPENDS "libhugepool-mpi0 (= ${_v}), libhugepool-dev (= ${_v}), libmpich-dev")
   set(CPACK_DEBIAN_MPIDEV_DESCRIPTION "guaranteed hugetlb buffers for HPC communication (MPI development files)\n${_long_lib}\n.\nThis package holds hugepool/mpi.h, hugepool/mpi.hpp, the CMake targets\n(find_package(hugepool COMPONENTS mpi)) and hugepool-mpi.pc.")
 endif()
+if(TARGET hugepool_python)
+  list(APPEND CPACK_COMPONENTS_ALL python)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-hugepool)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+  # The extension is built for one Python 3.X (python3 >= 3.X~, << 3.X+1).
+  string(REGEX REPLACE "^([0-9]+)[.]([0-9]+)$" "\\1;\\2" _py "${HUGEPOOL_PYTHON_VERSION}")
+  list(GET _py 0 _py_major)
+  list(GET _py 1 _py_minor)
+  math(EXPR _py_next "${_py_minor} + 1")
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS "libhugepool0 (= ${_v}), python3 (>= ${_py_major}.${_py_minor}~), python3 (<< ${_py_major}.${_py_next}), python3-numpy")
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_SUGGESTS "python3-mpi4py")
+  set(CPACK_DEBIAN_PYTHON_DESCRIPTION "guaranteed hugetlb buffers for HPC communication (Python 3)\n${_long_lib}\n.\nThis package holds the Python 3 package hugepool: numpy arrays on hugepool\nbuffers, and hugepool.mpi for node-shared segments with mpi4py.")
+endif()
+if(TARGET hugepool_fortran)
+  list(APPEND CPACK_COMPONENTS_ALL fortran fortrandev)
+  string(REGEX MATCH "^[0-9]+" _fc_major "${CMAKE_Fortran_COMPILER_VERSION}")
+  set(CPACK_DEBIAN_FORTRAN_PACKAGE_NAME libhugepool-fortran0)
+  set(CPACK_DEBIAN_FORTRAN_PACKAGE_GENERATE_SHLIBS ON)
+  set(CPACK_DEBIAN_FORTRAN_PACKAGE_DEPENDS "libhugepool0 (= ${_v})")
+  if(TARGET hugepool_fortran_mpi)
+    string(APPEND CPACK_DEBIAN_FORTRAN_PACKAGE_DEPENDS ", libhugepool-mpi0 (= ${_v})")
+  endif()
+  set(CPACK_DEBIAN_FORTRAN_DESCRIPTION "guaranteed hugetlb buffers for HPC communication (Fortran)\n${_long_lib}\n.\nThis package holds the libraries behind the Fortran modules hugepool and\nhugepool_mpi.")
+  set(CPACK_DEBIAN_FORTRANDEV_PACKAGE_NAME libhugepool-fortran-dev)
+  set(CPACK_DEBIAN_FORTRANDEV_PACKAGE_SECTION libdevel)
+  # .mod files are read only by the compiler that wrote them.
+  set(CPACK_DEBIAN_FORTRANDEV_PACKAGE_DEPENDS
+    "libhugepool-fortran0 (= ${_v}), libhugepool-dev (= ${_v})")
+  if(CMAKE_Fortran_COMPILER_ID STREQUAL "GNU")
+    string(APPEND CPACK_DEBIAN_FORTRANDEV_PACKAGE_DEPENDS ", gfortran-${_fc_major}")
+  endif()
+  if(TARGET hugepool_fortran_mpi)
+    string(APPEND CPACK_DEBIAN_FORTRANDEV_PACKAGE_DEPENDS ", libhugepool-mpi-dev (= ${_v})")
+  endif()
+  set(CPACK_DEBIAN_FORTRANDEV_DESCRIPTION "guaranteed hugetlb buffers for HPC communication (Fortran development)\n${_long_lib}\n.\nThis package holds the Fortran modules hugepool and hugepool_mpi (.mod files\nfor ${CMAKE_Fortran_COMPILER_ID} Fortran ${_fc_major}), the CMake targets (find_package(hugepool\nCOMPONENTS fortran)) and hugepool-fortran.pc.")
+endif()
 if(TARGET hugepool_spank)
   list(APPEND CPACK_COMPONENTS_ALL slurm)
   set(CPACK_DEBIAN_SLURM_PACKAGE_NAME hugepool-slurm)
@@ -122,21 +163,33 @@ endif()
 
 # Shared libraries in the linker's path: the ldconfig trigger (Debian
 # policy 8.1.1).
-file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/debian/lib/triggers "activate-noawait ldconfig\n")
-foreach(comp LIB MPI TOOLS)
-  set(CPACK_DEBIAN_${comp}_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_BINARY_DIR}/debian/lib/triggers)
+file(WRITE ${PROJECT_BINARY_DIR}/packaging/debian/lib/triggers "activate-noawait ldconfig\n")
+foreach(comp LIB MPI TOOLS FORTRAN)
+  set(CPACK_DEBIAN_${comp}_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/packaging/debian/lib/triggers)
 endforeach()
 
+# CPackDeb adds postinst/postrm scripts that only call ldconfig: taken out
+# of the packages after they are built (the trigger above does that work).
+set(CPACK_POST_BUILD_SCRIPTS ${CMAKE_CURRENT_LIST_DIR}/no-ldconfig-scripts.cmake)
+
 # Per-package copyright and changelog (Debian policy 12.5 and 12.7).
-set(_deb ${CMAKE_CURRENT_BINARY_DIR}/debian)
-configure_file(${CMAKE_CURRENT_SOURCE_DIR}/debian/copyright.in ${_deb}/copyright @ONLY)
-configure_file(${CMAKE_CURRENT_SOURCE_DIR}/debian/changelog.in ${_deb}/changelog @ONLY)
+set(_deb ${PROJECT_BINARY_DIR}/packaging/debian)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/copyright.in ${_deb}/copyright @ONLY)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/changelog.in ${_deb}/changelog @ONLY)
 execute_process(COMMAND gzip -9n -c ${_deb}/changelog OUTPUT_FILE ${_deb}/changelog.gz RESULT_VARIABLE _gz)
 if(HUGEPOOL_INSTALL_DEBIAN_LAYOUT)
   foreach(comp IN LISTS CPACK_COMPONENTS_ALL)
     string(TOUPPER ${comp} _C)
     install(FILES ${_deb}/copyright ${_deb}/changelog.gz
       DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${CPACK_DEBIAN_${_C}_PACKAGE_NAME} COMPONENT ${comp})
+  endforeach()
+  # lintian's overrides, each with the reason in its comment.
+  foreach(comp IN LISTS CPACK_COMPONENTS_ALL)
+    string(TOUPPER ${comp} _C)
+    set(_ovr ${CMAKE_CURRENT_LIST_DIR}/lintian/${CPACK_DEBIAN_${_C}_PACKAGE_NAME})
+    if(EXISTS ${_ovr})
+      install(FILES ${_ovr} DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides COMPONENT ${comp})
+    endif()
   endforeach()
 else()
   install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT lib)
@@ -145,10 +198,10 @@ endif()
 # The helper's config (a conffile), its boot rule and maintainer scripts,
 # with the compiled-in paths.
 set(HUGEPOOL_PKG_SBIN ${CMAKE_INSTALL_FULL_SBINDIR})
-configure_file(${CMAKE_CURRENT_SOURCE_DIR}/debian/tmpfiles.conf.in ${_deb}/tmpfiles.conf @ONLY)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/tmpfiles.conf.in ${_deb}/tmpfiles.conf @ONLY)
 set(_ctl ${_deb}/helper)
 foreach(script preinst postinst postrm)
-  configure_file(${CMAKE_CURRENT_SOURCE_DIR}/debian/helper-${script}.in ${_ctl}/${script} @ONLY
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/helper-${script}.in ${_ctl}/${script} @ONLY
     FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
 endforeach()
 file(WRITE ${_ctl}/conffiles "${HUGEPOOL_RESERVE_CONF}\n")
@@ -157,13 +210,13 @@ set(CPACK_DEBIAN_HELPER_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 if(HUGEPOOL_INSTALL_DEBIAN_LAYOUT AND TARGET hugepool-reserve)
   get_filename_component(_confdir ${HUGEPOOL_RESERVE_CONF} DIRECTORY)
   get_filename_component(_confname ${HUGEPOOL_RESERVE_CONF} NAME)
-  install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/debian/reserve.conf DESTINATION ${_confdir} RENAME ${_confname}
+  install(FILES ${CMAKE_CURRENT_LIST_DIR}/reserve.conf DESTINATION ${_confdir} RENAME ${_confname}
     COMPONENT helper)
   install(FILES ${_deb}/tmpfiles.conf DESTINATION ${CMAKE_INSTALL_PREFIX}/lib/tmpfiles.d RENAME hugepool.conf
     COMPONENT helper)
 endif()
 if(TARGET hugepool_spank)
-  configure_file(${CMAKE_CURRENT_SOURCE_DIR}/debian/plugstack.conf.in ${_deb}/slurm/hugepool.conf @ONLY)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/plugstack.conf.in ${_deb}/slurm/hugepool.conf @ONLY)
   file(WRITE ${_deb}/slurm-control/conffiles "/etc/slurm/plugstack.conf.d/hugepool.conf\n")
   set(CPACK_DEBIAN_SLURM_PACKAGE_CONTROL_EXTRA "${_deb}/slurm-control/conffiles")
   if(HUGEPOOL_INSTALL_DEBIAN_LAYOUT)

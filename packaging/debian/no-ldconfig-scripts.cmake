@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# CPack post-build script (CPACK_POST_BUILD_SCRIPTS): CPackDeb gives every
+# package with a shared library in /usr/lib a postinst and a postrm that
+# only call ldconfig, and offers no switch to leave them out.  The packages
+# activate dpkg's ldconfig trigger instead (Debian policy 8.1.1; lintian:
+# maintscript-calls-ldconfig), so such scripts are taken out of each .deb,
+# which is rebuilt with dpkg-deb.  A script that does anything else is kept.
+foreach(deb IN LISTS CPACK_PACKAGE_FILES)
+  if(NOT deb MATCHES "\\.deb$")
+    continue()
+  endif()
+  set(dir ${deb}.unpacked)
+  file(REMOVE_RECURSE ${dir})
+  execute_process(COMMAND dpkg-deb -R ${deb} ${dir} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "dpkg-deb -R ${deb} failed")
+  endif()
+  set(changed FALSE)
+  foreach(script postinst postrm)
+    if(NOT EXISTS ${dir}/DEBIAN/${script})
+      continue()
+    endif()
+    file(STRINGS ${dir}/DEBIAN/${script} lines)
+    set(only_ldconfig TRUE)
+    foreach(line IN LISTS lines)
+      if(NOT line MATCHES "^(#!/bin/sh|set -e|if \\[ \"\\$1\" = \"(configure|remove)\" \\]; then|[ \t]*ldconfig|fi|[ \t]*)$")
+        set(only_ldconfig FALSE)
+      endif()
+    endforeach()
+    if(only_ldconfig)
+      file(REMOVE ${dir}/DEBIAN/${script})
+      set(changed TRUE)
+    endif()
+  endforeach()
+  if(changed)
+    execute_process(COMMAND dpkg-deb --root-owner-group -Zxz -b ${dir} ${deb} RESULT_VARIABLE rc OUTPUT_QUIET)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "dpkg-deb -b ${deb} failed")
+    endif()
+  endif()
+  file(REMOVE_RECURSE ${dir})
+endforeach()
