@@ -33,7 +33,7 @@ def sections(run, suites):
         section_ranks(R, md)
 
     return [Section("cache", "Threads, hit cost against cached buffers, ranks on one pool", body,
-                    present=lambda: bool(R.lines),
+                    present=lambda: any(x.get("bench") in ("alloc", "ranks") for x in R.lines),
                     intro="A pair is one allocation and one free of a 4 MB buffer, no touch (`malloc`+`free` for "
                           "glibc, jemalloc and mimalloc, `get_huge_pages`+`free_huge_pages` for libhugetlbfs on a "
                           "private hugetlbfs mount, `hugepool_alloc`+`hugepool_free` for hugepool); each thread "

@@ -34,7 +34,7 @@ def summary(d, say):
             drift[(peer, "hand", "wall")].append(float(f[9]))
             drift[(peer, "malloc", "cpu")].append(float(f[11]))
             drift[(peer, "hand", "cpu")].append(float(f[13]))
-    say(open(f"{d}/machine.txt").read())
+    say(open(f"{d}/machine.txt").read().strip().replace("\n", "  \n") + "\n")
     for clock in ("cpu", "wall"):
         what = "thread CPU time" if clock == "cpu" else "wall time"
         say(f"### Threads: malloc + touch (first and last byte) + free of 4 MB, ns per pair per thread ({what})")
