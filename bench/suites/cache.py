@@ -6,7 +6,9 @@ pool (tests/core/ranks_share.c): buffers off 2 MB hugetlb pages per smaps, and t
 from alloc import section_alloc
 from common import PEER_LABEL, PEER_ORDER, Results, Section, ordered, table
 
-RANK_LABEL = dict(PEER_LABEL, **{"hugepool": "hugepool (API)", "hugepool-run": "hugepool-run (preload, malloc)"})
+RANK_ORDER = ["hugepool", "hugepool-run"] + [p for p in PEER_ORDER if p != "hugepool"]
+RANK_LABEL = dict(PEER_LABEL, **{"hugepool": "hugepool (API)", "hugepool-run": "hugepool-run (preload, malloc)",
+                                 "libhugetlbfs": "libhugetlbfs (HUGETLB_MORECORE=yes, mmap_max=0)"})
 
 
 def section_ranks(R, md):
@@ -16,12 +18,11 @@ def section_ranks(R, md):
     md.append("### Ranks on one pool: buffers off hugetlb pages and time per rank")
     md.append("")
     rows = []
-    for peer in ordered({x["peer"] for x in ranks}, ["hugepool", "hugepool-run"] + PEER_ORDER):
+    for peer in ordered({x["peer"] for x in ranks}, RANK_ORDER):
         mine = sorted((x for x in ranks if x["peer"] == peer), key=lambda x: x["rank"])
         rows.append([RANK_LABEL.get(peer, peer), ", ".join(str(x["not_huge"]) for x in mine),
-                     ", ".join(f"{x['ms']:.0f}" for x in mine), ", ".join(str(x["fallbacks"]) for x in mine)])
-    md += table(["allocator", "buffers off hugetlb pages (ranks in order)", "time per rank, ms",
-                 "hugepool fallbacks"], rows)
+                     ", ".join(f"{x['ms']:.0f}" for x in mine)])
+    md += table(["allocator", "buffers off hugetlb pages (ranks in order)", "time per rank, ms (ranks in order)"], rows)
     md.append("")
 
 
