@@ -41,7 +41,7 @@ int hpje_mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size
  * (started once the heap holds BACKGROUND_CHUNKS chunks, see below);
  * tcache_max:65536: thread caches up to 64 KB, not 32 KB (jemalloc's large
  * path, above it, costs a lock and an extent lookup per call; measured in
- * bench/preload/RESULTS.md); lg_extent_max_active_fit:10: a free extent
+ * bench/RESULTS.md section 11); lg_extent_max_active_fit:10: a free extent
  * may serve a request up to 1024 times smaller (jemalloc's default, 64,
  * left the 2 MB extents that coalesce inside a chunk unused for small slabs,
  * and a churning heap took a new chunk for nearly every slab). */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Two malloc patterns of real programs, timed through plain malloc/free so
  * that the same binary runs under glibc, its hugetlb tunable and the preload
- * (bench/preload/patterns-run):
+ * (bench/run patterns):
  *
  *   threads SIZE PAIRS ROUNDS
  *     T threads (1, then 2, alternating every round) each loop malloc(SIZE),

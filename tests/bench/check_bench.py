@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Smoke test of one benchmark: run it at its smallest size through bench/run
-and check that its output is well-formed and physically plausible.
+"""Smoke test of one benchmark: run its suite at its smallest size through
+bench/run and check that its output is well-formed and physically plausible.
 
-    check_bench.py BENCH BIN_DIR
+    check_bench.py BENCH BUILD_DIR
 
 BENCH: touch | pin | translate | cma | tlb | alloc-inprocess | alloc-peers | mpi | report
-BIN_DIR: the directory holding the hugepool-bench* binaries.
+BUILD_DIR: the build tree (its bench/ holds the hugepool-bench* binaries).
 """
 import json
 import os
@@ -29,20 +29,24 @@ def check(cond, what):
         print(f"FAIL: {what}", file=sys.stderr)
 
 
-def run_driver(only, out, report=False):
-    cmd = [RUN, "--smoke", "--bin", BIN, "--out", out, "--only", only]
+def run_driver(suites, out, report=False):
+    cmd = [RUN, "--smoke", "--build", BUILD, "--out", out] + suites.split(",")
     if not report:
         cmd.append("--no-report")
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     sys.stderr.write(p.stdout)
-    check(p.returncode == 0, f"bench/run --only {only} exited with {p.returncode}")
+    check(p.returncode == 0, f"bench/run {suites} exited with {p.returncode}")
     lines = []
-    with open(os.path.join(out, "results.jsonl")) as f:
-        for n, line in enumerate(f, 1):
-            try:
-                lines.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                check(False, f"results.jsonl line {n} is not JSON: {e}: {line!r}")
+    for path in ["run.jsonl"] + [os.path.join(s, "results.jsonl") for s in suites.split(",")]:
+        if not os.path.exists(os.path.join(out, path)):
+            check(False, f"bench/run wrote no {path}")
+            continue
+        with open(os.path.join(out, path)) as f:
+            for n, line in enumerate(f, 1):
+                try:
+                    lines.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    check(False, f"{path} line {n} is not JSON: {e}: {line!r}")
     return lines
 
 
@@ -270,7 +274,8 @@ if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in TESTS:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
-    BIN = os.path.abspath(sys.argv[2])
+    BUILD = os.path.abspath(sys.argv[2])
+    BIN = os.path.join(BUILD, "bench")
     only, fn, report = TESTS[sys.argv[1]]
     with tempfile.TemporaryDirectory(prefix="hugepool-bench-smoke-") as OUT:
         lines = run_driver(only, OUT, report) if only else []

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The benchmark pages stay readable and the data stays out of the tree.
 
-1. Every relative link and image in README.md, bench/RESULTS.md and
-   bench/preload/RESULTS.md names a file or folder that exists.
-2. Every plot in bench/figures/ is shown by one of the RESULTS.md pages.
+1. Every relative link and image in README.md, bench/README.md and
+   bench/RESULTS.md names a file or folder that exists.
+2. Every plot in bench/figures/ is shown by bench/RESULTS.md.
 3. Git tracks no results under bench/: no *.pyc or __pycache__, no
    results*/ folder, no .jsonl, .json, .txt or .png outside bench/figures/.
 
@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 
-PAGES = ["README.md", "bench/RESULTS.md", "bench/preload/RESULTS.md"]
+PAGES = ["README.md", "bench/README.md", "bench/RESULTS.md"]
 DATA = (".jsonl", ".json", ".txt", ".png", ".pyc")
 
 
@@ -43,7 +43,7 @@ def main():
     figures = os.path.join(src, "bench", "figures")
     for name in sorted(os.listdir(figures)) if os.path.isdir(figures) else []:
         if f"bench/figures/{name}" not in shown:
-            bad.append(f"bench/figures/{name}: shown by no RESULTS.md")
+            bad.append(f"bench/figures/{name}: not shown by bench/RESULTS.md")
     if os.path.exists(os.path.join(src, ".git")):
         tracked = subprocess.run(["git", "-C", src, "ls-files", "bench"], check=True, capture_output=True,
                                  text=True).stdout.split()

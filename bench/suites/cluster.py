@@ -1,14 +1,14 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Summary of a bench/cluster-run directory: Markdown tables, each cell the
-median [min-max] over every round (and every repetition within a round).
-    cluster-report.py DIR"""
+"""Report section of the cluster suite (bench/suites/cluster): Markdown tables, each cell the
+median [min-max] over every round (and every repetition within a round)."""
 import glob
 import json
 import os
 import re
 import statistics
-import sys
+
+from common import Section
 
 
 def cell(values, fmt="{:.1f}"):
@@ -127,8 +127,7 @@ def bed_tables(d):
     return out
 
 
-def main():
-    d = sys.argv[1]
+def summary(d):
     lines = []
     if os.path.exists(os.path.join(d, "info")):
         lines += ["```", open(os.path.join(d, "info")).read().rstrip(), "```", ""]
@@ -136,8 +135,18 @@ def main():
         lines += win_table(os.path.join(d, "win.jsonl"))
     if os.path.isdir(os.path.join(d, "bed")):
         lines += bed_tables(d)
-    print("\n".join(lines))
+    return lines
 
 
-if __name__ == "__main__":
-    main()
+def sections(run, suites):
+    d = run.dir(suites[0])
+
+    def present():
+        return os.path.exists(os.path.join(d, "win.jsonl")) or os.path.isdir(os.path.join(d, "bed"))
+
+    return [Section("cluster", "Across simulated nodes: window creation per node and the bed's MPI runs",
+                    lambda md, plots: md.extend(summary(d)), present=present,
+                    intro="*win*: `MPI_Win_allocate_shared` create / free / first write per node, 2 ranks, each "
+                          "MPI's own windows against `hugepool-run --mpi-win-shared`, interleaved rounds. *bed*: "
+                          "IMB-MPI1 PingPong and Allreduce, osu_latency and osu_bw between the test bed's 2 nodes "
+                          "(TCP over a veth pair), plain malloc, glibc `hugetlb=2` and `hugepool-run`.")]

@@ -1,9 +1,10 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Summarises bench/realloc-run's JSON lines as Markdown tables (stdout)."""
-import json
+"""Report section of the realloc suite (bench/suites/realloc): one buffer grown by realloc, every peer, and
+the Python bytearray, as Markdown tables."""
 import statistics
-import sys
+
+from common import Section
 
 ORDER = ["glibc", "glibc-hugetlb2", "jemalloc", "mimalloc", "mimalloc-large", "libhugetlbfs", "hugepool",
          "hugepool-run"]
@@ -18,19 +19,18 @@ def size_name(b):
 
 
 def size_arg(b):
-    """The --to spelling bench/realloc-run names a size by (64M, 2G)."""
+    """The --to spelling bench/suites/realloc names a size by (64M, 2G)."""
     return f"{b >> 30}G" if b >= 1 << 30 and b % (1 << 30) == 0 else f"{b >> 20}M"
 
 
-def main(path):
-    rows = [json.loads(line) for line in open(path) if line.strip()]
+def summary(rows, say):
     start = next((r for r in rows if r.get("bench") == "start"), {})
-    print(f"Run {start.get('date', '?')}, kernel {start.get('kernel', '?')}, {start.get('nproc', '?')} CPUs, "
-          f"load at start {start.get('load', '?')}\n")
+    say(f"Run {start.get('date', '?')}, kernel {start.get('kernel', '?')}, {start.get('nproc', '?')} CPUs, "
+        f"load at start {start.get('load', '?')}\n")
     grow = [r for r in rows if r.get("bench") == "realloc" and "median" in r]
     sizes = sorted({r["size"] for r in grow})
-    print("| peer | " + " | ".join(f"to {size_name(s)}: ms median [min-max], hugetlb MB" for s in sizes) + " |")
-    print("|---" * (len(sizes) + 1) + "|")
+    say("| peer | " + " | ".join(f"to {size_name(s)}: ms median [min-max], hugetlb MB" for s in sizes) + " |")
+    say("|---" * (len(sizes) + 1) + "|")
     for p in ORDER:
         cells = []
         for s in sizes:
@@ -47,14 +47,14 @@ def main(path):
                 cells.append(f"{r['median'] / 1e6:.0f} [{r['min'] / 1e6:.0f}-{r['max'] / 1e6:.0f}] (n={r['n']}), "
                              f"{r['hugetlb_kb'] // 1024}")
         if any(c != "-" for c in cells):
-            print(f"| {LABEL.get(p, p)} | " + " | ".join(cells) + " |")
+            say(f"| {LABEL.get(p, p)} | " + " | ".join(cells) + " |")
     for r in rows:
         if r.get("bench") == "realloc" and "skip" in r:
-            print(f"\nskipped: {r['skip']}: {r['reason']}")
+            say(f"\nskipped: {r['skip']}: {r['reason']}")
     py = [r for r in rows if r.get("bench") == "realloc-python"]
     if py:
-        print("\n| Python bytearray to 512 MB in 1 MB steps | loop ms median [min-max] | process ms median [min-max] |")
-        print("|---|---|---|")
+        say("\n| Python bytearray to 512 MB in 1 MB steps | loop ms median [min-max] | process ms median [min-max] |")
+        say("|---|---|---|")
         med = {}
         for side in ("plain", "hugepool-run"):
             loop = [r["loop_ns"] / 1e6 for r in py if r["peer"] == side]
@@ -62,12 +62,22 @@ def main(path):
             if not loop:
                 continue
             med[side] = (statistics.median(loop), statistics.median(proc))
-            print(f"| {side} (n={len(loop)}) | {med[side][0]:.0f} [{min(loop):.0f}-{max(loop):.0f}] | "
-                  f"{med[side][1]:.0f} [{min(proc):.0f}-{max(proc):.0f}] |")
+            say(f"| {side} (n={len(loop)}) | {med[side][0]:.0f} [{min(loop):.0f}-{max(loop):.0f}] | "
+                f"{med[side][1]:.0f} [{min(proc):.0f}-{max(proc):.0f}] |")
         if len(med) == 2:
-            print(f"\nhugepool-run / plain: loop {med['hugepool-run'][0] / med['plain'][0]:.2f}x, "
-                  f"process {med['hugepool-run'][1] / med['plain'][1]:.2f}x")
+            say(f"\nhugepool-run / plain: loop {med['hugepool-run'][0] / med['plain'][0]:.2f}x, "
+                f"process {med['hugepool-run'][1] / med['plain'][1]:.2f}x")
 
 
-if __name__ == "__main__":
-    main(sys.argv[1])
+def sections(run, suites):
+    rows = run.lines(*suites)
+
+    def body(md, plots):
+        summary(rows, lambda text="": md.append(text))
+        md.append("")
+
+    return [Section("realloc", "Growth by realloc", body, present=lambda: bool(rows),
+                    intro="One buffer grown from 1 MB in 1 MB steps, each step writing the bytes it added, then "
+                          "freed; median [min-max] over the timed runs after one warm-up, and the hugetlb MB the "
+                          "kernel's smaps showed behind the buffer at its largest. Peers on hugetlb pages run with a "
+                          "pool of 1.25 x the size (2 x for libhugetlbfs, whose copy needs old and new pages).")]

@@ -1,13 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""The preload benchmarks' results: one JSON line per measured row, and the summary tables.
+"""Report section of the preload suite: one JSON line per measured row, and the summary tables.
 
-    summary.py DIR                   DIR/results.jsonl -> DIR/summary.md (and stdout)
-    summary.py DIR --from-raw RAW    first turn RAW's program outputs into DIR/results.jsonl
-
-bench/preload/run writes each program's output to RAW as <bench>.<config>.<rep> (plus
-machine.txt), then calls this with --from-raw.  results.jsonl keeps every row of every
-repetition: the summary gives the median of the per-run medians [min..max of them], and
+bench/suites/preload writes each program's output to the suite's raw/ as <bench>.<config>.<rep> (plus
+machine.txt); the first report of the run turns them into the suite's results.jsonl, which keeps every
+row of every repetition: the summary gives the median of the per-run medians [min..max of them], and
 other statistics (e.g. the best per-run median) can be computed from the same file.
 """
 import glob
@@ -15,7 +12,8 @@ import json
 import os
 import re
 import statistics as st
-import sys
+
+from common import Section
 
 # Programs whose output has no "# column ..." header line.
 FIXED_COLUMNS = {"smallalloc": ["wall_ms", "cpu_ms"]}
@@ -118,25 +116,31 @@ def summarise(rows):
     return "\n".join(lines) + "\n"
 
 
-def main():
-    if len(sys.argv) not in (2, 4) or (len(sys.argv) == 4 and sys.argv[2] != "--from-raw"):
-        print(__doc__, file=sys.stderr)
-        return 2
-    out = sys.argv[1]
-    jsonl = os.path.join(out, "results.jsonl")
-    if len(sys.argv) == 4:
-        collected = collect(sys.argv[3])
+def results(d):
+    """The suite's rows: results.jsonl, written from raw/ the first time."""
+    jsonl = os.path.join(d, "results.jsonl")
+    if not os.path.exists(jsonl) and os.path.exists(os.path.join(d, "raw", "machine.txt")):
         with open(jsonl, "w") as f:
-            for row in collected:
+            for row in collect(os.path.join(d, "raw")):
                 f.write(json.dumps(row) + "\n")
+    if not os.path.exists(jsonl):
+        return []
     with open(jsonl) as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    text = summarise(rows)
-    with open(os.path.join(out, "summary.md"), "w") as f:
-        f.write(text)
-    print(text, end="")
-    return 0
+        return [json.loads(line) for line in f if line.strip()]
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def sections(run, suites):
+    rows = results(run.dir(suites[0]))
+
+    def body(md, plots):
+        md.append(summarise(rows))
+
+    return [Section("preload", "Unmodified MPI programs under hugepool-run", body,
+                    present=lambda: any(r["bench"] == "pingpong" for r in rows),
+                    intro="Configurations: `plain` = the binary as is; `hugepool` = `hugepool-run` (threshold 1M); "
+                          "`hugepool-64K` = `hugepool-run -t 64K`; `glibc-hugetlb` = "
+                          "`GLIBC_TUNABLES=glibc.malloc.hugetlb=2`; `hand` = `--hand`, buffers mapped with "
+                          "`MAP_HUGETLB` by hand; `*-posix` = `UCX_TLS=posix,self` (copy through shared memory "
+                          "instead of CMA: the control). The ping-pong allocates its buffer once per size and "
+                          "reuses it; the allreduce allocates its buffers on every call. Every configuration runs "
+                          "REPS times, interleaved; cells are the median of the per-run medians [min..max of them].")]

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """mpi4py ping-pong and Allreduce on numpy.empty against hugepool.empty
-arrays, 1-64 MiB, in one run (run it with `run`, under mpirun with 2 ranks).
+arrays, 1-64 MiB, in one run (`bench/run python` runs it under mpirun with 2 ranks).
 
 Two ways to hold the buffers, as Python codes do:
   reused  the arrays are allocated once per size and reused every iteration;
