@@ -14,6 +14,7 @@
 #include "cache.h"
 #include "hooks.h"
 #include "live.h"
+#include "registrar.h"
 #include "registry.h"
 #include "share.h"
 #include "split.h"
@@ -100,6 +101,7 @@ void release_now(hp_block *blocks, size_t n) {
   if (n == 0) return;
   size_t bytes = 0;
   for (size_t i = 0; i < n; i++) {
+    registrar_release(blocks[i].addr, blocks[i].size); /* registered while cached: dropped with the mapping */
     os_unmap(blocks[i].addr, blocks[i].size);
     bytes += blocks[i].size;
     size_t page = page_of((hugepool_kind)blocks[i].kind);

@@ -11,6 +11,7 @@
 #include "alloc.h"
 #include "cache.h"
 #include "fork.h"
+#include "registrar.h"
 #include "registry.h"
 #include "share.h"
 #include "tcache.h"
@@ -45,6 +46,7 @@ static void atfork_child(void) {
    * own buffers instead of reusing them. */
   hp_block batch[HP_BATCH];
   size_t n;
+  registrar_child_forget(); /* before the drops below: they call no registrar here */
   tcache_unlock_all();   /* tcache_drain takes each lock itself, and the */
   registry_unlock_all(); /* registry's (this process has one thread now) */
   while ((n = cache_drain(batch, HP_BATCH)) > 0) drop_in_child(batch, n);

@@ -42,6 +42,7 @@
 
 #include "alloc.h"
 #include "live.h"
+#include "registrar.h"
 
 #define HP_HEADROOM_MIN ((size_t)64 << 20)
 
@@ -203,6 +204,7 @@ void *realloc_resize(void *ptr, size_t bytes) {
   }
   hp_block now = was;
   size_t new_size = round_up(bytes, unit_of(was.kind));
+  if (new_size != was.size) registrar_release(was.addr, was.size); /* its pages change */
   hp_resize_outcome outcome = HP_RESIZE_KEPT;
   int err = 0;
   if (new_size == 0) {

@@ -64,6 +64,7 @@
 
 #include "hooks.h"
 #include "live.h"
+#include "registrar.h"
 #include "registry.h"
 
 static pthread_mutex_t split_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -329,6 +330,7 @@ static int split_page_at(char *addr, bool *ours) {
     *ours = false; /* cached, not live: the program's call meets the kernel's answer */
     return 0;
   }
+  registrar_release(live.addr, live.size); /* a page of it moves: a registration would pin the old one */
   int rc = 0;
   if (remember((uintptr_t)page) != 0) {
     rc = -1;

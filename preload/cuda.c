@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A program's own host registrations served by the cache (HUGEPOOL_CUDA=1,
+ * hugepool-run --cuda).  Exported: cuMemHostRegister(_v2) and
+ * cuMemHostUnregister (libcuda's), cuGetProcAddress(_v2) (how the CUDA
+ * runtime and libraries reach the driver: by name, not through exported
+ * symbols), cudaHostRegister and cudaHostUnregister (libcudart's).
+ *
+ * Rules:
+ *  1. Off (the default) every call goes to the next definition unchanged
+ *     and cuGetProcAddress hands back the driver's own functions: nothing
+ *     is loaded, nothing is kept.
+ *  2. On, a registration of a range inside one hugepool buffer (the
+ *     program's pointer is the buffer's start, or inside a buffer
+ *     registered already), with flags 0, PORTABLE and/or DEVICEMAP,
+ *     registers the buffer's whole mapping once with the core's CUDA
+ *     registrar and records the program's range; the program's unregister
+ *     forgets the range and keeps the registration, which the core drops
+ *     when the mapping goes back to the kernel.  The next registration of
+ *     that buffer makes no driver call.
+ *  3. What the driver would refuse is refused the same: a range overlapping
+ *     one the program registered and did not unregister is
+ *     ALREADY_REGISTERED (712), an unregister of no registered start is
+ *     NOT_REGISTERED (713).
+ *  4. Anything else (a range hugepool does not own, other flags, no CUDA
+ *     context yet, a full table) goes to the driver as it is.
+ *  5. hugepool never creates a CUDA context (registrar-gpu.c). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "hooks.h"
+#include "preload.h"
+
+#define HPL_EXPORT __attribute__((visibility("default")))
+
+typedef int CUresult;
+typedef uint64_t cuuint64_t;
+typedef CUresult (*register_fn)(void *p, size_t bytes, unsigned flags);
+typedef CUresult (*unregister_fn)(void *p);
+typedef CUresult (*gpa_v1_fn)(const char *symbol, void **pfn, int version, cuuint64_t flags);
+typedef CUresult (*gpa_v2_fn)(const char *symbol, void **pfn, int version, cuuint64_t flags, int *status);
+enum { CU_OK = 0, CU_INVALID_VALUE = 1, CU_OUT_OF_MEMORY = 2, CU_NOT_INITIALIZED = 3 };
+enum { CU_ALREADY_REGISTERED = 712, CU_NOT_REGISTERED = 713 };
+#define SERVED_FLAGS 0x3u /* PORTABLE | DEVICEMAP: what a cached registration has */
+
+/* ---- the program's registered ranges ------------------------------------ */
+#define PROGRAM_RANGES 4096
+typedef struct program_range {
+  uintptr_t start, end, buffer; /* buffer: the hugepool buffer it lies in */
+} program_range;
+static pthread_mutex_t ranges_lock = PTHREAD_MUTEX_INITIALIZER;
+static program_range ranges[PROGRAM_RANGES];
+static size_t n_ranges;
+
+/* A range whose buffer is no longer registered went with its mapping. */
+static bool stale(const program_range *r, int id) {
+  void *base;
+  size_t size;
+  return !hp_registered_range((const void *)r->start, id, &base, &size) || (uintptr_t)base != r->buffer;
+}
+
+static void drop_range(size_t i) { ranges[i] = ranges[--n_ranges]; }
+
+static bool overlaps_program_range(uintptr_t start, uintptr_t end, int id) {
+  for (size_t i = 0; i < n_ranges; i++) {
+    if (stale(&ranges[i], id)) {
+      drop_range(i--);
+      continue;
+    }
+    if (start < ranges[i].end && ranges[i].start < end) return true;
+  }
+  return false;
+}
+
+static int program_range_index(uintptr_t start, int id) {
+  for (size_t i = 0; i < n_ranges; i++)
+    if (ranges[i].start == start) {
+      if (!stale(&ranges[i], id)) return (int)i;
+      drop_range(i);
+      return -1;
+    }
+  return -1;
+}
+
+/* ---- on or off ------------------------------------------------------------ */
+static atomic_int cuda_mode = -1; /* -1: not read yet; 0 off; 1 on */
+static atomic_int registrar_id;   /* 0: not asked yet; -1: no driver */
+
+static bool cuda_on(void) {
+  int mode = atomic_load_explicit(&cuda_mode, memory_order_relaxed);
+  if (mode < 0) {
+    (void)hugepool_get_policy(); /* the core's options */
+    mode = option_get(HP_OPT_CUDA) != 0;
+    atomic_store(&cuda_mode, mode);
+  }
+  return mode == 1;
+}
+
+static int cuda_registrar(void) {
+  int id = atomic_load(&registrar_id);
+  if (id == 0) {
+    id = hp_cuda_registrar();
+    atomic_store(&registrar_id, id > 0 ? id : -1);
+  }
+  return id;
+}
+
+static CUresult cu_result(int err) {
+  return err == EEXIST ? CU_ALREADY_REGISTERED : err == ENOMEM ? CU_OUT_OF_MEMORY : CU_INVALID_VALUE;
+}
+
+/* Rule 2: served, or -1 for the driver (rule 4). */
+static long served_register(void *p, size_t bytes, unsigned flags) {
+  int id;
+  if (!cuda_on() || bytes == 0 || (flags & ~SERVED_FLAGS) || (id = cuda_registrar()) < 0) return -1;
+  uintptr_t start = (uintptr_t)p, end = start + bytes;
+  pthread_mutex_lock(&ranges_lock);
+  long rc = -1;
+  void *buffer;
+  if (overlaps_program_range(start, end, id)) {
+    rc = CU_ALREADY_REGISTERED;
+  } else if (n_ranges < PROGRAM_RANGES) {
+    int err = hp_register_range(p, bytes, id, &buffer);
+    if (err == 0) ranges[n_ranges++] = (program_range){start, end, (uintptr_t)buffer};
+    /* the driver refused the buffer: the program hears it; else the driver decides (rule 4) */
+    rc = err == 0 ? CU_OK : err == EEXIST || err == ENOMEM ? cu_result(err) : -1;
+  }
+  pthread_mutex_unlock(&ranges_lock);
+  return rc;
+}
+
+static long served_unregister(void *p) {
+  int id;
+  if (!cuda_on() || (id = atomic_load(&registrar_id)) <= 0) return -1;
+  pthread_mutex_lock(&ranges_lock);
+  int i = program_range_index((uintptr_t)p, id);
+  if (i >= 0) drop_range((size_t)i);
+  pthread_mutex_unlock(&ranges_lock);
+  if (i >= 0) return CU_OK;
+  return hp_registered_range(p, id, &(void *){0}, &(size_t){0}) ? CU_NOT_REGISTERED : -1;
+}
+
+/* ---- the next definitions ------------------------------------------------
+ * dlsym and the driver's cuGetProcAddress give object pointers; ISO C
+ * converts them to and from function pointers only through their bytes. */
+typedef void (*any_fn)(void);
+
+static any_fn to_fn(void *p) {
+  any_fn f;
+  memcpy(&f, &p, sizeof(f));
+  return f;
+}
+
+static void *to_ptr(any_fn f) {
+  void *p;
+  memcpy(&p, &f, sizeof(p));
+  return p;
+}
+
+static any_fn next(const char *name) { return to_fn(dlsym(RTLD_NEXT, name)); }
+
+/* ---- libcuda's entry points ---------------------------------------------- */
+HPL_EXPORT CUresult cuMemHostRegister(void *p, size_t bytes, unsigned flags);
+HPL_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags);
+HPL_EXPORT CUresult cuMemHostUnregister(void *p);
+HPL_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
+HPL_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags, int *status);
+HPL_EXPORT int cudaHostRegister(void *p, size_t bytes, unsigned flags);
+HPL_EXPORT int cudaHostUnregister(void *p);
+
+static CUresult register_via(any_fn real, void *p, size_t bytes, unsigned flags) {
+  long served = served_register(p, bytes, flags);
+  if (served >= 0) return (CUresult)served;
+  return real ? ((register_fn)real)(p, bytes, flags) : CU_NOT_INITIALIZED;
+}
+
+static CUresult unregister_via(any_fn real, void *p) {
+  long served = served_unregister(p);
+  if (served >= 0) return (CUresult)served;
+  return real ? ((unregister_fn)real)(p) : CU_NOT_INITIALIZED;
+}
+
+CUresult cuMemHostRegister(void *p, size_t bytes, unsigned flags) {
+  return register_via(next("cuMemHostRegister"), p, bytes, flags);
+}
+
+CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags) {
+  return register_via(next("cuMemHostRegister_v2"), p, bytes, flags);
+}
+
+CUresult cuMemHostUnregister(void *p) { return unregister_via(next("cuMemHostUnregister"), p); }
+
+/* Functions the driver hands out by name that are none of its exported
+ * symbols (a version of its own): one wrapper each, for the first seen. */
+static _Atomic(any_fn) hidden_register, hidden_unregister;
+
+static CUresult hidden_register_wrapper(void *p, size_t bytes, unsigned flags) {
+  return register_via(atomic_load(&hidden_register), p, bytes, flags);
+}
+
+static CUresult hidden_unregister_wrapper(void *p) { return unregister_via(atomic_load(&hidden_unregister), p); }
+
+/* real as the wrapper of the hidden slot: the first function seen there. */
+static bool claims(_Atomic(any_fn) *slot, any_fn real) {
+  any_fn none = NULL;
+  return atomic_compare_exchange_strong(slot, &none, real) || none == real;
+}
+
+/* The wrapper of ours for what the driver handed out for symbol, or NULL. */
+static any_fn ours_for(const char *symbol, any_fn real) {
+  if (strcmp(symbol, "cuMemHostRegister") == 0) {
+    if (real == next("cuMemHostRegister_v2")) return (any_fn)cuMemHostRegister_v2;
+    if (real == next("cuMemHostRegister")) return (any_fn)cuMemHostRegister;
+    return claims(&hidden_register, real) ? (any_fn)hidden_register_wrapper : NULL;
+  }
+  if (strcmp(symbol, "cuMemHostUnregister") == 0) {
+    if (real == next("cuMemHostUnregister")) return (any_fn)cuMemHostUnregister;
+    return claims(&hidden_unregister, real) ? (any_fn)hidden_unregister_wrapper : NULL;
+  }
+  if (strcmp(symbol, "cuGetProcAddress") == 0) {
+    if (real == next("cuGetProcAddress_v2")) return (any_fn)cuGetProcAddress_v2;
+    if (real == next("cuGetProcAddress")) return (any_fn)cuGetProcAddress;
+  }
+  return NULL;
+}
+
+/* What the driver handed out, swapped for ours (rule 1: on only). */
+static void hand_back(const char *symbol, void **pfn) {
+  if (!cuda_on() || !symbol || !*pfn) return;
+  any_fn ours = ours_for(symbol, to_fn(*pfn));
+  if (ours) *pfn = to_ptr(ours);
+}
+
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags) {
+  any_fn real = next("cuGetProcAddress");
+  if (!real) return CU_NOT_INITIALIZED;
+  CUresult rc = ((gpa_v1_fn)real)(symbol, pfn, version, flags);
+  if (rc == CU_OK && pfn) hand_back(symbol, pfn);
+  return rc;
+}
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags, int *status) {
+  any_fn real = next("cuGetProcAddress_v2");
+  if (!real) return CU_NOT_INITIALIZED;
+  CUresult rc = ((gpa_v2_fn)real)(symbol, pfn, version, flags, status);
+  if (rc == CU_OK && pfn) hand_back(symbol, pfn);
+  return rc;
+}
+
+/* ---- libcudart's entry points (cudaError_t uses the driver's numbers for
+ * these: cudaErrorHostMemoryAlreadyRegistered 712, NotRegistered 713) ------ */
+int cudaHostRegister(void *p, size_t bytes, unsigned flags) { /* cudaHostRegisterPortable 1, Mapped 2 */
+  return register_via(next("cudaHostRegister"), p, bytes, flags);    /* 3: cudaErrorInitializationError */
+}
+
+int cudaHostUnregister(void *p) { return unregister_via(next("cudaHostUnregister"), p); }
