@@ -154,7 +154,7 @@ static bool cu_resolve(void *lib) {
 static int open_cuda(void) {
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
-    hp_warn("CUDA registrar: no CUDA driver on this machine (libcuda.so.1: %s)", dlerror());
+    hp_warn("CUDA registrar: no CUDA driver on this machine (%s)", dlerror());
     return -1;
   }
   if (!cu_resolve(lib)) {

@@ -31,12 +31,14 @@
 #include <vector>
 
 #include "core_test.hpp"
+#include "hugepool/allocator.hpp"
 
 using namespace test;
 
 namespace {
 
 constexpr size_t GiB = size_t{1} << 30;
+constexpr int HP_TEST_NO_REGISTRAR = 7;  // an id no test adds
 
 long long status_kb(const char *key) {
   std::istringstream in(kv::read_file("/proc/self/status"));
@@ -384,4 +386,44 @@ TEST_CASE("a machine without a GPU driver gets ENODEV and one line from the GPU 
   errno = 0;
   CHECK(hugepool_alloc_registered(2 * MiB, -1) == nullptr);
   CHECK(errno == EINVAL);
+}
+
+TEST_CASE("hugepool::registered_vector: pinned once, reused pinned, unpinned at trim", "[registrar][allocator]") {
+  kv::PoolGuard pool(16);
+  fresh_state();
+  UringRegistrar ur;
+  const long long pin0 = status_kb("VmPin:");
+  hugepool::registered_allocator<double> pinned(ur.id());
+  const double *first = nullptr;
+  for (int round = 0; round < 4; round++) {
+    hugepool::registered_vector<double> v(size_t{4} << 20, 1.0, pinned);  // 32 MiB
+    if (!first) first = v.data();
+    CHECK(v.data() == first);
+    CHECK(status_kb("VmPin:") - pin0 == 32 * 1024);
+    CHECK(ur.lists(v.data(), 32 * MiB));
+  }
+  CHECK(ur.regs() == 1);
+  CHECK(pinned == hugepool::registered_allocator<int>(ur.id()));
+  CHECK(pinned != hugepool::registered_allocator<double>(ur.id() + 1));
+  hugepool_trim();
+  CHECK(status_kb("VmPin:") == pin0);
+  hugepool::registered_allocator<char> nobody(HP_TEST_NO_REGISTRAR);
+  CHECK_THROWS_AS(nobody.allocate(10), std::system_error);
+  fresh_state();
+}
+
+TEST_CASE("hugepool::cuda_registrar throws ENODEV where there is no driver", "[registrar][allocator][gpu]") {
+  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver) {
+    dlclose(driver);
+    SUCCEED("a CUDA driver is installed");
+    return;
+  }
+  StderrCapture quiet;
+  try {
+    (void)hugepool::cuda_registrar();
+    FAIL("no exception");
+  } catch (const std::system_error &e) {
+    CHECK(e.code().value() == ENODEV);
+  }
 }
