@@ -22,7 +22,8 @@
  *     ALREADY_REGISTERED (712), an unregister of no registered start is
  *     NOT_REGISTERED (713).
  *  4. Anything else (a range hugepool does not own, other flags, no CUDA
- *     context yet, a full table) goes to the driver as it is.
+ *     context yet) goes to the driver as it is.  More than 16384 ranges
+ *     registered at once are refused (OUT_OF_MEMORY, one line).
  *  5. hugepool never creates a CUDA context (registrar-gpu.c). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -48,7 +49,7 @@ enum { CU_ALREADY_REGISTERED = 712, CU_NOT_REGISTERED = 713 };
 #define SERVED_FLAGS 0x3u /* PORTABLE | DEVICEMAP: what a cached registration has */
 
 /* ---- the program's registered ranges ------------------------------------ */
-#define PROGRAM_RANGES 4096
+#define PROGRAM_RANGES 16384 /* .bss: only the pages used are memory */
 typedef struct program_range {
   uintptr_t start, end, buffer; /* buffer: the hugepool buffer it lies in */
 } program_range;
@@ -113,22 +114,38 @@ static CUresult cu_result(int err) {
   return err == EEXIST ? CU_ALREADY_REGISTERED : err == ENOMEM ? CU_OUT_OF_MEMORY : CU_INVALID_VALUE;
 }
 
-/* Rule 2: served, or -1 for the driver (rule 4). */
+/* Records the program's range unless it overlaps one it registered
+ * (rule 3); caller holds ranges_lock. */
+static long record_range(uintptr_t start, uintptr_t end, uintptr_t buffer, int id) {
+  if (overlaps_program_range(start, end, id)) return CU_ALREADY_REGISTERED;
+  if (n_ranges == PROGRAM_RANGES) {
+    static atomic_bool said;
+    if (!atomic_exchange(&said, true))
+      hp_warn("--cuda: the program holds %d host registrations of hugepool buffers; more are refused "
+              "(CUDA_ERROR_OUT_OF_MEMORY)", PROGRAM_RANGES);
+    return CU_OUT_OF_MEMORY;
+  }
+  ranges[n_ranges++] = (program_range){start, end, buffer};
+  return CU_OK;
+}
+
+/* Rule 2: served, or -1 for the driver (rule 4).  The registration itself
+ * (20 ms a GB) runs with no lock of ours held: PyTorch registers a block's
+ * chunks from several threads at once. */
 static long served_register(void *p, size_t bytes, unsigned flags) {
   int id;
   if (!cuda_on() || bytes == 0 || (flags & ~SERVED_FLAGS) || (id = cuda_registrar()) < 0) return -1;
   uintptr_t start = (uintptr_t)p, end = start + bytes;
   pthread_mutex_lock(&ranges_lock);
-  long rc = -1;
+  bool overlaps = overlaps_program_range(start, end, id);
+  pthread_mutex_unlock(&ranges_lock);
+  if (overlaps) return CU_ALREADY_REGISTERED;
   void *buffer;
-  if (overlaps_program_range(start, end, id)) {
-    rc = CU_ALREADY_REGISTERED;
-  } else if (n_ranges < PROGRAM_RANGES) {
-    int err = hp_register_range(p, bytes, id, &buffer);
-    if (err == 0) ranges[n_ranges++] = (program_range){start, end, (uintptr_t)buffer};
-    /* the driver refused the buffer: the program hears it; else the driver decides (rule 4) */
-    rc = err == 0 ? CU_OK : err == EEXIST || err == ENOMEM ? cu_result(err) : -1;
-  }
+  int err = hp_register_range(p, bytes, id, &buffer);
+  /* the driver refused the buffer: the program hears it; else the driver decides */
+  if (err != 0) return err == EEXIST || err == ENOMEM ? cu_result(err) : -1;
+  pthread_mutex_lock(&ranges_lock);
+  long rc = record_range(start, end, (uintptr_t)buffer, id);
   pthread_mutex_unlock(&ranges_lock);
   return rc;
 }

@@ -28,6 +28,7 @@ static int fake_context;
 #define API __attribute__((visibility("default")))
 API void fake_cuda_calls(long *reg, long *unreg);
 API size_t fake_cuda_registered_length(const void *p);
+API void *fake_cuda_internal(const char *symbol);
 API CUresult cuInit(unsigned flags);
 API CUresult cuCtxGetCurrent(void **ctx);
 API CUresult cuDeviceGetCount(int *count);
@@ -86,7 +87,9 @@ CUresult cuCtxPopCurrent_v2(void **ctx) {
   return 0;
 }
 
-CUresult cuMemHostRegister_v2(void *p, size_t len, unsigned flags) {
+/* The driver's own entry points, as cuGetProcAddress hands them out: not
+ * the exported symbols (which a preload interposes). */
+static CUresult register_impl(void *p, size_t len, unsigned flags) {
   (void)flags;
   uintptr_t s = (uintptr_t)p;
   if (!p || len == 0) return 1;
@@ -98,9 +101,10 @@ CUresult cuMemHostRegister_v2(void *p, size_t len, unsigned flags) {
   n_register++;
   return 0;
 }
-CUresult cuMemHostRegister(void *p, size_t len, unsigned flags) { return cuMemHostRegister_v2(p, len, flags); }
+CUresult cuMemHostRegister_v2(void *p, size_t len, unsigned flags) { return register_impl(p, len, flags); }
+CUresult cuMemHostRegister(void *p, size_t len, unsigned flags) { return register_impl(p, len, flags); }
 
-CUresult cuMemHostUnregister(void *p) {
+static CUresult unregister_impl(void *p) {
   for (int i = 0; i < n_ranges; i++)
     if (ranges[i].start == (uintptr_t)p) {
       ranges[i] = ranges[--n_ranges];
@@ -109,6 +113,7 @@ CUresult cuMemHostUnregister(void *p) {
     }
   return 713;
 }
+CUresult cuMemHostUnregister(void *p) { return unregister_impl(p); }
 
 CUresult cuGetErrorName(CUresult err, const char **name) {
   *name = err == 712 ? "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED" : "CUDA_ERROR_FAKE";
@@ -117,12 +122,14 @@ CUresult cuGetErrorName(CUresult err, const char **name) {
 
 /* By name, as the real driver: version 12000 and later get _v2 where one exists. */
 static void *by_name(const char *symbol) {
-  if (strcmp(symbol, "cuMemHostRegister") == 0) return (void *)(uintptr_t)&cuMemHostRegister_v2;
-  if (strcmp(symbol, "cuMemHostUnregister") == 0) return (void *)(uintptr_t)&cuMemHostUnregister;
+  if (strcmp(symbol, "cuMemHostRegister") == 0) return (void *)(uintptr_t)&register_impl;
+  if (strcmp(symbol, "cuMemHostUnregister") == 0) return (void *)(uintptr_t)&unregister_impl;
   if (strcmp(symbol, "cuGetProcAddress") == 0) return (void *)(uintptr_t)&cuGetProcAddress_v2;
   if (strcmp(symbol, "cuInit") == 0) return (void *)(uintptr_t)&cuInit;
   return NULL;
 }
+
+void *fake_cuda_internal(const char *symbol) { return by_name(symbol); }
 
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags) {
   (void)version, (void)flags;
