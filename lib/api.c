@@ -268,11 +268,12 @@ int hp_cuda_registrar(void) {
  * split.c's block_at).  A pointer hugepool does not own costs one registry
  * probe per 2 MB mapped (about 10 us a GB). */
 static bool find_holding(const void *p, hp_block *b) {
-  uintptr_t a = (uintptr_t)p, c = a & ~(uintptr_t)(HP_2M - 1);
+  uintptr_t a = (uintptr_t)p;
+  const char *c = (const char *)p - (a & (HP_2M - 1));
   uint64_t mapped = __atomic_load_n(&hp_stats.bytes_mapped, __ATOMIC_RELAXED);
   for (uint64_t steps = mapped / HP_2M + 1; steps > 0 && mapped; steps--) {
-    if (find_live((const void *)c, b)) return a - (uintptr_t)b->addr < b->size;
-    if (c < HP_2M) break;
+    if (find_live(c, b)) return a - (uintptr_t)b->addr < b->size;
+    if ((uintptr_t)c < HP_2M) break;
     c -= HP_2M;
   }
   return false;

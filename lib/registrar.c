@@ -21,7 +21,7 @@
 #include <string.h>
 
 typedef struct reg_entry {
-  uintptr_t addr;
+  char *addr;
   size_t size;
   uint32_t done; /* bit id - 1: registered with registrar id */
   uint32_t busy; /* bit id - 1: a thread is registering it with id */
@@ -51,7 +51,7 @@ static size_t lower_bound(uintptr_t addr) {
   size_t lo = 0, hi = n_entries;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (table[mid].addr < addr)
+    if ((uintptr_t)table[mid].addr < addr)
       lo = mid + 1;
     else
       hi = mid;
@@ -61,7 +61,7 @@ static size_t lower_bound(uintptr_t addr) {
 
 static reg_entry *find_exact(uintptr_t addr) {
   size_t i = lower_bound(addr);
-  return i < n_entries && table[i].addr == addr ? &table[i] : NULL;
+  return i < n_entries && (uintptr_t)table[i].addr == addr ? &table[i] : NULL;
 }
 
 /* The entry whose mapping holds p. */
@@ -69,7 +69,7 @@ static reg_entry *find_holding(uintptr_t p) {
   size_t i = lower_bound(p + 1); /* first entry starting after p */
   if (i == 0) return NULL;
   reg_entry *e = &table[i - 1];
-  return p - e->addr < e->size ? e : NULL;
+  return p - (uintptr_t)e->addr < e->size ? e : NULL;
 }
 
 /* Room for one more entry: the table moves to a mapping twice as large. */
@@ -87,9 +87,9 @@ static int grow_table(void) {
   return 0;
 }
 
-static reg_entry *insert(uintptr_t addr, size_t size) {
+static reg_entry *insert(char *addr, size_t size) {
   if (grow_table() != 0) return NULL;
-  size_t i = lower_bound(addr);
+  size_t i = lower_bound((uintptr_t)addr);
   memmove(&table[i + 1], &table[i], (n_entries - i) * sizeof(reg_entry));
   memset(&table[i], 0, sizeof(reg_entry));
   table[i].addr = addr;
@@ -143,7 +143,7 @@ static void unregister_all(const reg_entry *copy, uint32_t done) {
     hugepool_registrar r = slots[i].r;
     slots[i].unregistering++; /* the slot stays until we are done */
     pthread_mutex_unlock(&reg_lock);
-    int rc = r.unreg(r.context, (void *)copy->addr, copy->size, copy->handle[i]);
+    int rc = r.unreg(r.context, copy->addr, copy->size, copy->handle[i]);
     if (rc != 0)
       hp_warn("%s: unregistering %zu MiB at %p failed (%s)", r.name ? r.name : "registrar", copy->size >> 20,
               (void *)copy->addr, strerror(rc));
@@ -159,15 +159,15 @@ static void unregister_all(const reg_entry *copy, uint32_t done) {
  * the entry marked busy.  Called and returns with the lock held. */
 static int register_entry(reg_entry *e, int id) {
   uint32_t bit = 1u << (id - 1);
-  uintptr_t addr = e->addr;
+  char *addr = e->addr;
   size_t size = e->size;
   e->busy |= bit;
   hugepool_registrar r = slots[id - 1].r;
   void *handle = NULL;
   pthread_mutex_unlock(&reg_lock);
-  int rc = r.reg(r.context, (void *)addr, size, &handle);
+  int rc = r.reg(r.context, addr, size, &handle);
   pthread_mutex_lock(&reg_lock);
-  e = find_exact(addr); /* the table may have moved meanwhile; our busy bit kept the entry */
+  e = find_exact((uintptr_t)addr); /* the table may have moved meanwhile; our busy bit kept the entry */
   e->busy &= ~bit;
   registrar_slot *s = &slots[id - 1];
   if (rc != 0) {
@@ -183,7 +183,8 @@ static int register_entry(reg_entry *e, int id) {
   return 0;
 }
 
-int registrar_ensure(void *addr, size_t size, int id) {
+int registrar_ensure(void *buffer, size_t size, int id) {
+  char *addr = buffer;
   pthread_mutex_lock(&reg_lock);
   int rc = 0;
   for (;;) {
@@ -205,7 +206,7 @@ int registrar_ensure(void *addr, size_t size, int id) {
       wait_busy();
       continue;
     }
-    if (!e) e = insert((uintptr_t)addr, size);
+    if (!e) e = insert(addr, size);
     rc = e ? register_entry(e, id) : ENOMEM;
     break;
   }
@@ -219,7 +220,7 @@ void registrar_release(void *addr, size_t size) {
   pthread_mutex_lock(&reg_lock);
   for (;;) {
     size_t i = lower_bound(lo);
-    if (i >= n_entries || table[i].addr >= hi) break;
+    if (i >= n_entries || (uintptr_t)table[i].addr >= hi) break;
     if (table[i].busy) { /* registered by another thread while it is being freed: a program error */
       wait_busy();
       continue;
@@ -272,7 +273,7 @@ bool registrar_lookup(const void *p, int id, void **base, size_t *size, void **h
   pthread_mutex_lock(&reg_lock);
   reg_entry *e = id >= 1 && id <= HP_REGISTRARS ? find_holding((uintptr_t)p) : NULL;
   bool found = e && (e->done & (1u << (id - 1)));
-  if (found && base) *base = (void *)e->addr;
+  if (found && base) *base = e->addr;
   if (found && size) *size = e->size;
   if (found && handle) *handle = e->handle[id - 1];
   pthread_mutex_unlock(&reg_lock);

@@ -24,7 +24,12 @@
  *  4. Anything else (a range hugepool does not own, other flags, no CUDA
  *     context yet) goes to the driver as it is.  More than 16384 ranges
  *     registered at once are refused (OUT_OF_MEMORY, one line).
- *  5. hugepool never creates a CUDA context (registrar-gpu.c). */
+ *  5. hugepool never creates a CUDA context (registrar-gpu.c).
+ *  6. HUGEPOOL_CUDA=all (--cuda=all) also registers, at the program's first
+ *     copy of at least 1 MiB between it and a device (cudaMemcpy,
+ *     cudaMemcpyAsync, cuMemcpyHtoD/DtoH(Async)_v2), the hugepool buffer
+ *     holding the host side, once, if the program has a CUDA context: its
+ *     copies then run at the registered rate. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -51,7 +56,8 @@ enum { CU_ALREADY_REGISTERED = 712, CU_NOT_REGISTERED = 713 };
 /* ---- the program's registered ranges ------------------------------------ */
 #define PROGRAM_RANGES 16384 /* .bss: only the pages used are memory */
 typedef struct program_range {
-  uintptr_t start, end, buffer; /* buffer: the hugepool buffer it lies in */
+  const char *start;
+  uintptr_t end, buffer; /* buffer: the start of the hugepool buffer it lies in */
 } program_range;
 static pthread_mutex_t ranges_lock = PTHREAD_MUTEX_INITIALIZER;
 static program_range ranges[PROGRAM_RANGES];
@@ -61,7 +67,7 @@ static size_t n_ranges;
 static bool stale(const program_range *r, int id) {
   void *base;
   size_t size;
-  return !hp_registered_range((const void *)r->start, id, &base, &size) || (uintptr_t)base != r->buffer;
+  return !hp_registered_range(r->start, id, &base, &size) || (uintptr_t)base != r->buffer;
 }
 
 static void drop_range(size_t i) { ranges[i] = ranges[--n_ranges]; }
@@ -72,14 +78,14 @@ static bool overlaps_program_range(uintptr_t start, uintptr_t end, int id) {
       drop_range(i--);
       continue;
     }
-    if (start < ranges[i].end && ranges[i].start < end) return true;
+    if (start < ranges[i].end && (uintptr_t)ranges[i].start < end) return true;
   }
   return false;
 }
 
 static int program_range_index(uintptr_t start, int id) {
   for (size_t i = 0; i < n_ranges; i++)
-    if (ranges[i].start == start) {
+    if ((uintptr_t)ranges[i].start == start) {
       if (!stale(&ranges[i], id)) return (int)i;
       drop_range(i);
       return -1;
@@ -88,17 +94,17 @@ static int program_range_index(uintptr_t start, int id) {
 }
 
 /* ---- on or off ------------------------------------------------------------ */
-static atomic_int cuda_mode = -1; /* -1: not read yet; 0 off; 1 on */
+static atomic_int cuda_mode = -1; /* -1: not read yet; else HP_CUDA_OFF, _ON, _ALL */
 static atomic_int registrar_id;   /* 0: not asked yet; -1: no driver */
 
 static bool cuda_on(void) {
   int mode = atomic_load_explicit(&cuda_mode, memory_order_relaxed);
   if (mode < 0) {
     (void)hugepool_get_policy(); /* the core's options */
-    mode = option_get(HP_OPT_CUDA) != 0;
+    mode = (int)option_get(HP_OPT_CUDA);
     atomic_store(&cuda_mode, mode);
   }
-  return mode == 1;
+  return mode != HP_CUDA_OFF;
 }
 
 static int cuda_registrar(void) {
@@ -116,8 +122,8 @@ static CUresult cu_result(int err) {
 
 /* Records the program's range unless it overlaps one it registered
  * (rule 3); caller holds ranges_lock. */
-static long record_range(uintptr_t start, uintptr_t end, uintptr_t buffer, int id) {
-  if (overlaps_program_range(start, end, id)) return CU_ALREADY_REGISTERED;
+static long record_range(const char *p, uintptr_t end, uintptr_t buffer, int id) {
+  if (overlaps_program_range((uintptr_t)p, end, id)) return CU_ALREADY_REGISTERED;
   if (n_ranges == PROGRAM_RANGES) {
     static atomic_bool said;
     if (!atomic_exchange(&said, true))
@@ -125,7 +131,7 @@ static long record_range(uintptr_t start, uintptr_t end, uintptr_t buffer, int i
               "(CUDA_ERROR_OUT_OF_MEMORY)", PROGRAM_RANGES);
     return CU_OUT_OF_MEMORY;
   }
-  ranges[n_ranges++] = (program_range){start, end, buffer};
+  ranges[n_ranges++] = (program_range){p, end, buffer};
   return CU_OK;
 }
 
@@ -145,7 +151,7 @@ static long served_register(void *p, size_t bytes, unsigned flags) {
   /* the driver refused the buffer: the program hears it; else the driver decides */
   if (err != 0) return err == EEXIST || err == ENOMEM ? cu_result(err) : -1;
   pthread_mutex_lock(&ranges_lock);
-  long rc = record_range(start, end, (uintptr_t)buffer, id);
+  long rc = record_range(p, end, (uintptr_t)buffer, id);
   pthread_mutex_unlock(&ranges_lock);
   return rc;
 }
@@ -275,3 +281,72 @@ int cudaHostRegister(void *p, size_t bytes, unsigned flags) { /* cudaHostRegiste
 }
 
 int cudaHostUnregister(void *p) { return unregister_via(next("cudaHostUnregister"), p); }
+
+/* ---- rule 6: buffers registered at their first copy -------------------- */
+#define COPY_MIN ((size_t)1 << 20)
+enum { RT_H2D = 1, RT_D2H = 2, RT_DEFAULT = 4 }; /* cudaMemcpyKind */
+typedef int (*rt_copy_fn)(void *dst, const void *src, size_t n, int kind);
+typedef int (*rt_copy_async_fn)(void *dst, const void *src, size_t n, int kind, void *stream);
+typedef CUresult (*htod_fn)(uint64_t dst, const void *src, size_t n);
+typedef CUresult (*htod_async_fn)(uint64_t dst, const void *src, size_t n, void *stream);
+typedef CUresult (*dtoh_fn)(void *dst, uint64_t src, size_t n);
+typedef CUresult (*dtoh_async_fn)(void *dst, uint64_t src, size_t n, void *stream);
+
+/* The hugepool buffer holding host, registered unless it is already. */
+static void register_for_copy(const void *host, size_t n) {
+  void *buffer;
+  int id;
+  if (n < COPY_MIN || atomic_load_explicit(&cuda_mode, memory_order_relaxed) != HP_CUDA_ALL ||
+      (id = cuda_registrar()) < 0)
+    return;
+  if (!hp_registered_range(host, id, &buffer, &(size_t){0})) (void)hp_register_range(host, n, id, &buffer);
+}
+
+static void runtime_copy(void *dst, const void *src, size_t n, int kind) {
+  if (!cuda_on()) return;
+  if (kind == RT_H2D || kind == RT_DEFAULT) register_for_copy(src, n);
+  if (kind == RT_D2H || kind == RT_DEFAULT) register_for_copy(dst, n);
+}
+
+HPL_EXPORT int cudaMemcpy(void *dst, const void *src, size_t n, int kind);
+HPL_EXPORT int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream);
+HPL_EXPORT CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n);
+HPL_EXPORT CUresult cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t n, void *stream);
+HPL_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n);
+HPL_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, uint64_t src, size_t n, void *stream);
+
+int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
+  runtime_copy(dst, src, n, kind);
+  any_fn real = next("cudaMemcpy");
+  return real ? ((rt_copy_fn)real)(dst, src, n, kind) : CU_NOT_INITIALIZED;
+}
+
+int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream) {
+  runtime_copy(dst, src, n, kind);
+  any_fn real = next("cudaMemcpyAsync");
+  return real ? ((rt_copy_async_fn)real)(dst, src, n, kind, stream) : CU_NOT_INITIALIZED;
+}
+
+CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) {
+  if (cuda_on()) register_for_copy(src, n);
+  any_fn real = next("cuMemcpyHtoD_v2");
+  return real ? ((htod_fn)real)(dst, src, n) : CU_NOT_INITIALIZED;
+}
+
+CUresult cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t n, void *stream) {
+  if (cuda_on()) register_for_copy(src, n);
+  any_fn real = next("cuMemcpyHtoDAsync_v2");
+  return real ? ((htod_async_fn)real)(dst, src, n, stream) : CU_NOT_INITIALIZED;
+}
+
+CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) {
+  if (cuda_on()) register_for_copy(dst, n);
+  any_fn real = next("cuMemcpyDtoH_v2");
+  return real ? ((dtoh_fn)real)(dst, src, n) : CU_NOT_INITIALIZED;
+}
+
+CUresult cuMemcpyDtoHAsync_v2(void *dst, uint64_t src, size_t n, void *stream) {
+  if (cuda_on()) register_for_copy(dst, n);
+  any_fn real = next("cuMemcpyDtoHAsync_v2");
+  return real ? ((dtoh_async_fn)real)(dst, src, n, stream) : CU_NOT_INITIALIZED;
+}

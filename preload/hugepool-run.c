@@ -47,7 +47,7 @@ static const flag flags[] = {
     {"    --cache-bytes SIZE", "cache-bytes", NULL, HP_OPT_CACHE_BYTES, 0, true},
     {"    --mpi MODE", "mpi", NULL, HP_OPT_MPI, 0, true},
     {"    --mpi-win-shared", "mpi-win-shared", "1", HP_OPT_MPI_WIN_SHARED, 0, false},
-    {"    --cuda", "cuda", "1", HP_OPT_CUDA, 0, false},
+    {"    --cuda[=MODE]", "cuda", "1", HP_OPT_CUDA, 0, false}, /* --cuda alone: 1 */
     {"-q, --quiet", "quiet", "0", HP_OPT_WARN, 'q', false},
 };
 #define N_FLAGS (sizeof(flags) / sizeof(flags[0]))
@@ -212,7 +212,8 @@ static int parse_command_line(int argc, char **argv) {
           "called %s",
           a, argv[i], argv[i], a, argv[i], argv[i]);
     }
-    if (!f->takes_value && inline_value && f->id != HP_OPT_STATS) inline_value = switch_value(f, inline_value);
+    if (!f->takes_value && inline_value && f->id != HP_OPT_STATS && f->id != HP_OPT_CUDA)
+      inline_value = switch_value(f, inline_value);
     set_option(f, inline_value ? inline_value : f->fixed);
   }
   return i;
@@ -285,7 +286,8 @@ static void torch_pinned_register(void) {
   const char *on = getenv(option_desc(HP_OPT_CUDA)->name);
   long long value = 0;
   char expected[96];
-  if (!on || option_parse(HP_OPT_CUDA, on, true, &value, expected, sizeof(expected)) != 0 || !value) return;
+  if (!on || option_parse(HP_OPT_CUDA, on, true, &value, expected, sizeof(expected)) != 0 || value == HP_CUDA_OFF)
+    return;
   const char *name = getenv("PYTORCH_ALLOC_CONF") ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
   const char *old = getenv(name);
   if (old && strstr(old, "pinned_use_cuda_host_register")) return;

@@ -7,6 +7,7 @@
  * proven in tests/core/test_registrar.cpp with registrars the kernel shows.
  *
  *   cuda_plumbing served   under hugepool-run --cuda, fakes on LD_LIBRARY_PATH
+ *   cuda_plumbing all      under hugepool-run --cuda=all
  *   cuda_plumbing plain    under hugepool-run without --cuda
  *   cuda_plumbing nocuda   under hugepool-run --cuda: never loads libcuda */
 #define _GNU_SOURCE
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +27,8 @@ typedef int (*gpa_fn)(const char *, void **, int, uint64_t, int *);
 typedef void (*calls_fn)(long *, long *);
 typedef size_t (*length_fn)(const void *);
 typedef size_t (*trim_fn)(void);
+typedef int (*copy_fn)(void *, const void *, size_t, int);
+typedef int (*dtoh_fn)(void *, uint64_t, size_t);
 
 static int fails;
 static void check(int ok, const char *what) {
@@ -148,9 +152,40 @@ static void plain(void) {
   check(reg(p, asked, 0) == 712 && unreg(p) == 0 && unreg_calls() == 1, "off: the driver answers everything");
   free(p);
   void *fn = NULL;
+  char *c = malloc(asked);
+  check(FN(copy_fn, RTLD_DEFAULT, "cudaMemcpy")((void *)(uintptr_t)0x700000000000ull, c, asked, 1) == 0 &&
+            reg_calls() == 1,
+        "off: a copy registers nothing");
+  free(c);
   check(gpa("cuMemHostRegister", &fn, 12000, 0, NULL) == 0 &&
             fn == FN(void *(*)(const char *), driver, "fake_cuda_internal")("cuMemHostRegister"),
         "off: cuGetProcAddress hands back the driver's own function");
+}
+
+static void all(void) {
+  copy_fn copy = FN(copy_fn, RTLD_DEFAULT, "cudaMemcpy");
+  dtoh_fn dtoh = FN(dtoh_fn, RTLD_DEFAULT, "cuMemcpyDtoH_v2");
+  reg_fn creg = FN(reg_fn, RTLD_DEFAULT, "cudaHostRegister");
+  unreg_fn cunreg = FN(unreg_fn, RTLD_DEFAULT, "cudaHostUnregister");
+  length_fn length = FN(length_fn, driver, "fake_cuda_registered_length");
+  void *dev = (void *)(uintptr_t)0x700000000000ull; /* never touched: the fakes copy nothing */
+  char *p = malloc(asked), *q = malloc(asked);
+  check(copy(dev, p, asked, 1) == 0 && reg_calls() == 1 && length(p) == 64u << 20,
+        "all: the first H2D copy from a hugepool buffer registers it whole");
+  check(copy(dev, p, asked, 1) == 0 && copy(p, dev, 8u << 20, 2) == 0 && reg_calls() == 1,
+        "all: later copies to and from it register nothing more");
+  check(dtoh(q + 4096, 0x7000, 2u << 20) == 0 && reg_calls() == 2 && length(q) == 64u << 20,
+        "all: cuMemcpyDtoH_v2 into a buffer registers it");
+  char *r = malloc(asked);
+  check(copy(dev, r, 4096, 1) == 0 && reg_calls() == 2, "all: a copy under 1 MiB registers nothing");
+  char *plain_mem = mmap(NULL, 4u << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  check(copy(dev, plain_mem, 4u << 20, 1) == 0 && reg_calls() == 2, "all: memory hugepool does not own is left alone");
+  check(creg(p, asked, 0) == 0 && cunreg(p) == 0 && reg_calls() == 2, "all: the program's own register is served");
+  free(p);
+  free(q);
+  free(r);
+  check(FN(trim_fn, RTLD_DEFAULT, "hugepool_trim")() > 0 && unreg_calls() == 2, "all: trim unregisters both");
+  munmap(plain_mem, 4u << 20);
 }
 
 static void nocuda(void) {
@@ -177,6 +212,7 @@ int main(int argc, char **argv) {
   }
   if (strcmp(mode, "served") == 0) served();
   else if (strcmp(mode, "plain") == 0) plain();
+  else if (strcmp(mode, "all") == 0) all();
   else return 2;
   return fails != 0;
 }

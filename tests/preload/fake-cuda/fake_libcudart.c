@@ -16,6 +16,8 @@ typedef int (*unreg_fn)(void *);
 API int cudaHostRegister(void *p, size_t len, unsigned flags);
 API int cudaHostUnregister(void *p);
 API long fake_cudart_calls(void);
+API int cudaMemcpy(void *dst, const void *src, size_t n, int kind);
+API int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream);
 
 static long calls;
 
@@ -47,3 +49,15 @@ int cudaHostUnregister(void *p) {
 }
 
 long fake_cudart_calls(void) { return calls; }
+
+/* Copies move nothing here: the plumbing test counts registrations only. */
+int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
+  (void)dst, (void)src, (void)n;
+  calls++;
+  return kind >= 0 && kind <= 4 ? 0 : 21; /* cudaErrorInvalidMemcpyDirection */
+}
+
+int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream) {
+  (void)stream;
+  return cudaMemcpy(dst, src, n, kind);
+}
