@@ -35,6 +35,8 @@
 
 using namespace test;
 
+extern "C" int split_ends(void *addr, size_t len); /* lib/hooks.h (C, internal): the preload's mprotect */
+
 namespace {
 
 constexpr size_t GiB = size_t{1} << 30;
@@ -386,6 +388,16 @@ TEST_CASE("a machine without a GPU driver gets ENODEV and one line from the GPU 
   errno = 0;
   CHECK(hugepool_alloc_registered(2 * MiB, -1) == nullptr);
   CHECK(errno == EINVAL);
+  void *hip = dlopen("libamdhip64.so", RTLD_NOW | RTLD_LOCAL);
+  if (hip) {
+    dlclose(hip);
+    return;
+  }
+  StderrCapture hip_err;
+  errno = 0;
+  CHECK(hugepool_registrar_hip() == -1);
+  CHECK(errno == ENODEV);
+  CHECK(hip_err.text().find("no ROCm runtime") != std::string::npos);
 }
 
 TEST_CASE("hugepool::registered_vector: pinned once, reused pinned, unpinned at trim", "[registrar][allocator]") {
@@ -426,4 +438,24 @@ TEST_CASE("hugepool::cuda_registrar throws ENODEV where there is no driver", "[r
   } catch (const std::system_error &e) {
     CHECK(e.code().value() == ENODEV);
   }
+}
+
+TEST_CASE("a registered buffer whose page is split to 4 KB is unregistered first", "[registrar][split]") {
+  kv::PoolGuard pool(8);
+  fresh_state();
+  UringRegistrar ur;
+  const long long pin0 = status_kb("VmPin:");
+  char *a = static_cast<char *>(hugepool_alloc_registered(4 * MiB, ur.id()));
+  REQUIRE(a != nullptr);
+  std::memset(a, 5, 4 * MiB);
+  CHECK(status_kb("VmPin:") - pin0 == 4 * 1024);
+  CHECK(split_ends(a + 4096, 4096) == 1);  // what the preload's mprotect of one 4 KB page does
+  CHECK(kv::smaps_of(a).field("KernelPageSize") == 4);
+  CHECK(status_kb("VmPin:") == pin0);  // the pinned 2 MB page is gone: so is its registration
+  CHECK(ur.unregs() == 1);
+  CHECK_FALSE(hugepool_is_registered(a, ur.id()));
+  CHECK(a[4096] == 5);
+  hugepool_free(a);  // a split buffer is unmapped, not cached
+  CHECK(ur.regs() == 1);
+  fresh_state();
 }
