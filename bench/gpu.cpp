@@ -307,8 +307,8 @@ std::string versus(double a, double b, int digits, const char *unit) {
 void targets() {
   std::printf("\n== targets\n");
   if (res.hostalloc_1g > 0) {
-    target("registered buffer >= 2x faster per GB than cuMemHostAlloc, first use", res.first_use_1g * 2 <= res.hostalloc_1g,
-           versus(res.first_use_1g, res.hostalloc_1g, 1, "ms/GB"));
+    target("registered buffer >= 2x faster per GB than cuMemHostAlloc, first use",
+           res.first_use_1g * 2 <= res.hostalloc_1g, versus(res.first_use_1g, res.hostalloc_1g, 1, "ms/GB"));
     target("cache hit < 1% of cuMemHostAlloc", res.hit_1g < 0.01 * res.hostalloc_1g,
            versus(res.hit_1g, res.hostalloc_1g, 3, "ms/GB"));
   }
@@ -374,8 +374,10 @@ std::vector<size_t> parse_sizes(const char *s) {
   while (*s) {
     char *end;
     size_t v = std::strtoull(s, &end, 10);
-    if (*end == 'M') v <<= 20, end++;
-    else if (*end == 'G') v <<= 30, end++;
+    if (*end == 'M')
+      v <<= 20, end++;
+    else if (*end == 'G')
+      v <<= 30, end++;
     out.push_back(v);
     s = *end == ',' ? end + 1 : end;
     if (end == s && *s) break;

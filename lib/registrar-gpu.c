@@ -49,7 +49,7 @@ static struct {
 
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int cuda_id, hip_id; /* 0: not added yet; -1: failed */
-static _Atomic long owner_pid_a;   /* the process that added them */
+static _Atomic long owner_pid_a;    /* the process that added them */
 
 static const char *cu_error(CUresult rc) {
   const char *name = NULL;
@@ -107,14 +107,14 @@ static int cuda_reg(void *context, void *addr, size_t len, void **handle) {
   static atomic_bool said;
   if (cu_enter(&dev) != 0) {
     if (!atomic_exchange(&said, true))
-      hp_warn("CUDA registrar: no CUDA context in this process (hugepool never creates one): initialise CUDA first "
-            "(cudaSetDevice(), cudaFree(0) or cuCtxCreate())");
+      hp_warn(
+          "CUDA registrar: no CUDA context in this process (hugepool never creates one): initialise CUDA first "
+          "(cudaSetDevice(), cudaFree(0) or cuCtxCreate())");
     return ENXIO;
   }
   CUresult rc = cu.host_register(addr, len, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
   cu_leave(dev);
-  if (rc != 0)
-    hp_warn("CUDA registrar: cuMemHostRegister of %zu MiB at %p: %s", len >> 20, addr, cu_error(rc));
+  if (rc != 0) hp_warn("CUDA registrar: cuMemHostRegister of %zu MiB at %p: %s", len >> 20, addr, cu_error(rc));
   *handle = addr;
   return cu_errno(rc);
 }

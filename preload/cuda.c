@@ -127,8 +127,10 @@ static long record_range(const char *p, uintptr_t end, uintptr_t buffer, int id)
   if (n_ranges == PROGRAM_RANGES) {
     static atomic_bool said;
     if (!atomic_exchange(&said, true))
-      hp_warn("--cuda: the program holds %d host registrations of hugepool buffers; more are refused "
-              "(CUDA_ERROR_OUT_OF_MEMORY)", PROGRAM_RANGES);
+      hp_warn(
+          "--cuda: the program holds %d host registrations of hugepool buffers; more are refused "
+          "(CUDA_ERROR_OUT_OF_MEMORY)",
+          PROGRAM_RANGES);
     return CU_OUT_OF_MEMORY;
   }
   ranges[n_ranges++] = (program_range){p, end, buffer};
@@ -184,7 +186,38 @@ static void *to_ptr(any_fn f) {
   return p;
 }
 
-static any_fn next(const char *name) { return to_fn(dlsym(RTLD_NEXT, name)); }
+/* The next definition of each entry point, found once (dlsym costs more
+ * than the copies it would sit in front of). */
+enum next_symbol {
+  NEXT_cuMemHostRegister,
+  NEXT_cuMemHostRegister_v2,
+  NEXT_cuMemHostUnregister,
+  NEXT_cuGetProcAddress,
+  NEXT_cuGetProcAddress_v2,
+  NEXT_cudaHostRegister,
+  NEXT_cudaHostUnregister,
+  NEXT_cudaMemcpy,
+  NEXT_cudaMemcpyAsync,
+  NEXT_cuMemcpyHtoD_v2,
+  NEXT_cuMemcpyHtoDAsync_v2,
+  NEXT_cuMemcpyDtoH_v2,
+  NEXT_cuMemcpyDtoHAsync_v2,
+  NEXT_COUNT
+};
+static const char *const next_names[NEXT_COUNT] = {
+    "cuMemHostRegister",    "cuMemHostRegister_v2", "cuMemHostUnregister", "cuGetProcAddress", "cuGetProcAddress_v2",
+    "cudaHostRegister",     "cudaHostUnregister",   "cudaMemcpy",          "cudaMemcpyAsync",  "cuMemcpyHtoD_v2",
+    "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoH_v2",      "cuMemcpyDtoHAsync_v2"};
+static _Atomic(any_fn) next_found[NEXT_COUNT];
+
+static any_fn next(enum next_symbol which) {
+  any_fn f = atomic_load_explicit(&next_found[which], memory_order_relaxed);
+  if (!f) {
+    f = to_fn(dlsym(RTLD_NEXT, next_names[which])); /* NULL (none yet) is asked again */
+    atomic_store_explicit(&next_found[which], f, memory_order_relaxed);
+  }
+  return f;
+}
 
 /* ---- libcuda's entry points ---------------------------------------------- */
 HPL_EXPORT CUresult cuMemHostRegister(void *p, size_t bytes, unsigned flags);
@@ -208,14 +241,14 @@ static CUresult unregister_via(any_fn real, void *p) {
 }
 
 CUresult cuMemHostRegister(void *p, size_t bytes, unsigned flags) {
-  return register_via(next("cuMemHostRegister"), p, bytes, flags);
+  return register_via(next(NEXT_cuMemHostRegister), p, bytes, flags);
 }
 
 CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags) {
-  return register_via(next("cuMemHostRegister_v2"), p, bytes, flags);
+  return register_via(next(NEXT_cuMemHostRegister_v2), p, bytes, flags);
 }
 
-CUresult cuMemHostUnregister(void *p) { return unregister_via(next("cuMemHostUnregister"), p); }
+CUresult cuMemHostUnregister(void *p) { return unregister_via(next(NEXT_cuMemHostUnregister), p); }
 
 /* Functions the driver hands out by name that are none of its exported
  * symbols (a version of its own): one wrapper each, for the first seen. */
@@ -236,17 +269,17 @@ static bool claims(_Atomic(any_fn) *slot, any_fn real) {
 /* The wrapper of ours for what the driver handed out for symbol, or NULL. */
 static any_fn ours_for(const char *symbol, any_fn real) {
   if (strcmp(symbol, "cuMemHostRegister") == 0) {
-    if (real == next("cuMemHostRegister_v2")) return (any_fn)cuMemHostRegister_v2;
-    if (real == next("cuMemHostRegister")) return (any_fn)cuMemHostRegister;
+    if (real == next(NEXT_cuMemHostRegister_v2)) return (any_fn)cuMemHostRegister_v2;
+    if (real == next(NEXT_cuMemHostRegister)) return (any_fn)cuMemHostRegister;
     return claims(&hidden_register, real) ? (any_fn)hidden_register_wrapper : NULL;
   }
   if (strcmp(symbol, "cuMemHostUnregister") == 0) {
-    if (real == next("cuMemHostUnregister")) return (any_fn)cuMemHostUnregister;
+    if (real == next(NEXT_cuMemHostUnregister)) return (any_fn)cuMemHostUnregister;
     return claims(&hidden_unregister, real) ? (any_fn)hidden_unregister_wrapper : NULL;
   }
   if (strcmp(symbol, "cuGetProcAddress") == 0) {
-    if (real == next("cuGetProcAddress_v2")) return (any_fn)cuGetProcAddress_v2;
-    if (real == next("cuGetProcAddress")) return (any_fn)cuGetProcAddress;
+    if (real == next(NEXT_cuGetProcAddress_v2)) return (any_fn)cuGetProcAddress_v2;
+    if (real == next(NEXT_cuGetProcAddress)) return (any_fn)cuGetProcAddress;
   }
   return NULL;
 }
@@ -259,7 +292,7 @@ static void hand_back(const char *symbol, void **pfn) {
 }
 
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags) {
-  any_fn real = next("cuGetProcAddress");
+  any_fn real = next(NEXT_cuGetProcAddress);
   if (!real) return CU_NOT_INITIALIZED;
   CUresult rc = ((gpa_v1_fn)real)(symbol, pfn, version, flags);
   if (rc == CU_OK && pfn) hand_back(symbol, pfn);
@@ -267,7 +300,7 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_
 }
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags, int *status) {
-  any_fn real = next("cuGetProcAddress_v2");
+  any_fn real = next(NEXT_cuGetProcAddress_v2);
   if (!real) return CU_NOT_INITIALIZED;
   CUresult rc = ((gpa_v2_fn)real)(symbol, pfn, version, flags, status);
   if (rc == CU_OK && pfn) hand_back(symbol, pfn);
@@ -276,11 +309,11 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint
 
 /* ---- libcudart's entry points (cudaError_t uses the driver's numbers for
  * these: cudaErrorHostMemoryAlreadyRegistered 712, NotRegistered 713) ------ */
-int cudaHostRegister(void *p, size_t bytes, unsigned flags) { /* cudaHostRegisterPortable 1, Mapped 2 */
-  return register_via(next("cudaHostRegister"), p, bytes, flags);    /* 3: cudaErrorInitializationError */
+int cudaHostRegister(void *p, size_t bytes, unsigned flags) {        /* cudaHostRegisterPortable 1, Mapped 2 */
+  return register_via(next(NEXT_cudaHostRegister), p, bytes, flags); /* 3: cudaErrorInitializationError */
 }
 
-int cudaHostUnregister(void *p) { return unregister_via(next("cudaHostUnregister"), p); }
+int cudaHostUnregister(void *p) { return unregister_via(next(NEXT_cudaHostUnregister), p); }
 
 /* ---- rule 6: buffers registered at their first copy -------------------- */
 #define COPY_MIN ((size_t)1 << 20)
@@ -317,36 +350,36 @@ HPL_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, uint64_t src, size_t n, void
 
 int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
   runtime_copy(dst, src, n, kind);
-  any_fn real = next("cudaMemcpy");
+  any_fn real = next(NEXT_cudaMemcpy);
   return real ? ((rt_copy_fn)real)(dst, src, n, kind) : CU_NOT_INITIALIZED;
 }
 
 int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream) {
   runtime_copy(dst, src, n, kind);
-  any_fn real = next("cudaMemcpyAsync");
+  any_fn real = next(NEXT_cudaMemcpyAsync);
   return real ? ((rt_copy_async_fn)real)(dst, src, n, kind, stream) : CU_NOT_INITIALIZED;
 }
 
 CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) {
   if (cuda_on()) register_for_copy(src, n);
-  any_fn real = next("cuMemcpyHtoD_v2");
+  any_fn real = next(NEXT_cuMemcpyHtoD_v2);
   return real ? ((htod_fn)real)(dst, src, n) : CU_NOT_INITIALIZED;
 }
 
 CUresult cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t n, void *stream) {
   if (cuda_on()) register_for_copy(src, n);
-  any_fn real = next("cuMemcpyHtoDAsync_v2");
+  any_fn real = next(NEXT_cuMemcpyHtoDAsync_v2);
   return real ? ((htod_async_fn)real)(dst, src, n, stream) : CU_NOT_INITIALIZED;
 }
 
 CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) {
   if (cuda_on()) register_for_copy(dst, n);
-  any_fn real = next("cuMemcpyDtoH_v2");
+  any_fn real = next(NEXT_cuMemcpyDtoH_v2);
   return real ? ((dtoh_fn)real)(dst, src, n) : CU_NOT_INITIALIZED;
 }
 
 CUresult cuMemcpyDtoHAsync_v2(void *dst, uint64_t src, size_t n, void *stream) {
   if (cuda_on()) register_for_copy(dst, n);
-  any_fn real = next("cuMemcpyDtoHAsync_v2");
+  any_fn real = next(NEXT_cuMemcpyDtoHAsync_v2);
   return real ? ((dtoh_async_fn)real)(dst, src, n, stream) : CU_NOT_INITIALIZED;
 }

@@ -111,7 +111,8 @@ class registered_allocator {
 
   explicit registered_allocator(int id) noexcept : id_(id) {}
   template <class U>
-  registered_allocator(const registered_allocator<U> &o) noexcept : id_(o.id()) {}  // NOLINT(google-explicit-constructor)
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  registered_allocator(const registered_allocator<U> &o) noexcept : id_(o.id()) {}
 
   [[nodiscard]] T *allocate(std::size_t n) {
     static_assert(alignof(T) <= 2 * 1024 * 1024, "hugepool buffers are aligned to 2 MB at most");

@@ -201,11 +201,11 @@ typedef struct hugepool_registrar {
 } hugepool_registrar;
 
 typedef struct hugepool_registrar_stats {
-  uint64_t registrations;   /* calls of reg that succeeded */
-  uint64_t registered_hits; /* buffers found registered already: no call */
-  uint64_t unregistrations; /* calls of unreg */
-  uint64_t failures;        /* calls of reg that failed */
-  uint64_t bytes_registered; /* bytes registered now */
+  uint64_t registrations;      /* calls of reg that succeeded */
+  uint64_t registered_hits;    /* buffers found registered already: no call */
+  uint64_t unregistrations;    /* calls of unreg */
+  uint64_t failures;           /* calls of reg that failed */
+  uint64_t bytes_registered;   /* bytes registered now */
   uint64_t buffers_registered; /* mappings registered now */
 } hugepool_registrar_stats;
 

@@ -142,8 +142,7 @@ hugepool_registrar_stats stats_of(int id) {
 
 }  // namespace
 
-TEST_CASE("a registered buffer stays pinned while cached and comes back with no register call",
-          "[registrar]") {
+TEST_CASE("a registered buffer stays pinned while cached and comes back with no register call", "[registrar]") {
   kv::PoolGuard pool(40);
   fresh_state();
   UringRegistrar ur;

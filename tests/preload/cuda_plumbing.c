@@ -87,7 +87,8 @@ static void served(void) {
   check(unreg(p) == 713, "a second unregister: 713");
   void *fn = NULL;
   int status = -1;
-  check(gpa("cuMemHostRegister", &fn, 12000, 0, &status) == 0 && fn && fn != FN(void *(*)(const char *), driver, "fake_cuda_internal")("cuMemHostRegister"),
+  check(gpa("cuMemHostRegister", &fn, 12000, 0, &status) == 0 && fn &&
+            fn != FN(void *(*)(const char *), driver, "fake_cuda_internal")("cuMemHostRegister"),
         "cuGetProcAddress_v2 hands back the preload's cuMemHostRegister");
   check(fn && ((reg_fn)(uintptr_t)fn)(p, asked, 0) == 0 && reg_calls() == 1,
         "a register through cuGetProcAddress costs no driver call");
@@ -103,7 +104,8 @@ static void served(void) {
   volatile uintptr_t first = (uintptr_t)p; /* an address to compare, not a pointer to use */
   free(p);
   char *q = malloc(asked);
-  check((uintptr_t)q == first && creg(q, asked, 0) == 0 && reg_calls() == 1, "freed and malloc'd again: registered, no call");
+  check((uintptr_t)q == first && creg(q, asked, 0) == 0 && reg_calls() == 1,
+        "freed and malloc'd again: registered, no call");
   check(reg(q, asked, 4) == 712 && reg_calls() == 1, "other flags (IOMEMORY) go to the driver, which refuses");
   check(cunreg(q) == 0, "unregistered by the program");
   char *small = malloc(100000);
@@ -116,7 +118,7 @@ static void served(void) {
   check(trim() >= (64u << 20) && unreg_calls() == 2 && length((void *)first) == 0, "trim unregisters the mapping");
   char *r = malloc(asked);
   check(creg(r, asked, 0) == 0 && cunreg(r) == 0 && reg_calls() == 3, "a new mapping registers once more");
-  free(r); /* cached, registered */
+  free(r);                            /* cached, registered */
   chunked = malloc((127u << 20) + 1); /* a new 128 MiB buffer */
   pthread_t t[CHUNKS];
   for (size_t i = 0; i < CHUNKS; i++) pthread_create(&t[i], NULL, register_chunk, (void *)(uintptr_t)i);
@@ -210,9 +212,13 @@ int main(int argc, char **argv) {
     printf("FAIL the fake driver and runtime are not on LD_LIBRARY_PATH\n");
     return 1;
   }
-  if (strcmp(mode, "served") == 0) served();
-  else if (strcmp(mode, "plain") == 0) plain();
-  else if (strcmp(mode, "all") == 0) all();
-  else return 2;
+  if (strcmp(mode, "served") == 0)
+    served();
+  else if (strcmp(mode, "plain") == 0)
+    plain();
+  else if (strcmp(mode, "all") == 0)
+    all();
+  else
+    return 2;
   return fails != 0;
 }
