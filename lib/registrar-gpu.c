@@ -163,7 +163,7 @@ static int open_cuda(void) {
   }
   CUresult rc = cu.init(0);
   if (rc != 0) {
-    hp_warn("CUDA registrar: cuInit: %s (no usable CUDA device)", cu_error(rc));
+    hp_warn("CUDA registrar: cuInit: %s, %d (no usable CUDA device)", cu_error(rc), rc);
     return -1;
   }
   hugepool_registrar r = {.name = "cuMemHostRegister", .reg = cuda_reg, .unreg = cuda_unreg};

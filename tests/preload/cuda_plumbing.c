@@ -9,9 +9,15 @@
  *   cuda_plumbing served   under hugepool-run --cuda, fakes on LD_LIBRARY_PATH
  *   cuda_plumbing all      under hugepool-run --cuda=all
  *   cuda_plumbing plain    under hugepool-run without --cuda
- *   cuda_plumbing nocuda   under hugepool-run --cuda: never loads libcuda */
+ *   cuda_plumbing nocuda   under hugepool-run --cuda: never loads libcuda
+ *   cuda_plumbing toolkit  under hugepool-run --cuda with a CUDA toolkit's
+ *                          real libcudart and its stub libcuda.so (the
+ *                          driver's export table, every call an error):
+ *                          the registrar resolves the driver's entry points,
+ *                          calls reach the real runtime, errors, no crash */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -190,6 +196,23 @@ static void all(void) {
   munmap(plain_mem, 4u << 20);
 }
 
+static void toolkit(void) {
+  void *cudart = dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL);
+  void *stub = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  check(cudart && stub && !dlsym(stub, "fake_cuda_calls"), "the toolkit's libcudart and stub libcuda are loaded");
+  if (!cudart || !stub) return;
+  int (*registrar)(void) = FN(int (*)(void), RTLD_DEFAULT, "hugepool_registrar_cuda");
+  errno = 0;
+  check(registrar() == -1 && errno == ENODEV, "hugepool_registrar_cuda: every entry point found, cuInit fails: ENODEV");
+  char *p = malloc(asked);
+  int rc = FN(reg_fn, RTLD_DEFAULT, "cudaHostRegister")(p, asked, 0);
+  printf("     (cudaHostRegister: %d)\n", rc);
+  check(rc != 0, "cudaHostRegister reaches the real runtime, which reports an error");
+  rc = FN(reg_fn, RTLD_DEFAULT, "cuMemHostRegister_v2")(p, asked, 0);
+  check(rc != 0, "cuMemHostRegister_v2 reaches the stub driver, which reports an error");
+  free(p);
+}
+
 static void nocuda(void) {
   for (int i = 0; i < 8; i++) free(malloc(64u << 20));
   FILE *maps = fopen("/proc/self/maps", "r");
@@ -202,8 +225,9 @@ static void nocuda(void) {
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
-  if (strcmp(mode, "nocuda") == 0) {
-    nocuda();
+  if (strcmp(mode, "nocuda") == 0 || strcmp(mode, "toolkit") == 0) {
+    if (mode[0] == 'n') nocuda();
+    else toolkit();
     return fails != 0;
   }
   driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
