@@ -184,10 +184,14 @@ TEST_CASE("eviction, pool pressure and a resize unregister exactly the mappings 
   CHECK_FALSE(ur.lists(p[0], 4 * MiB));
   CHECK(ur.lists(p[1], 4 * MiB));
   CHECK(ur.lists(p[2], 4 * MiB));
-  // Pool pressure: 24 pages, 4 cached; a 44 MB buffer (22 pages) needs 2 of them.
+  // Pool pressure: 24 pages, 4 cached; a 44 MB buffer (22 pages) needs 2 of
+  // them (more if other processes take pages meanwhile: then the cache goes
+  // whole).  Whatever went back was unregistered, what stayed is pinned.
+  const long long avail = kv::huge_available();  // 20, unless another process gave pages back meanwhile
   void *big = hugepool_alloc(44 * MiB);
   REQUIRE(big != nullptr);
-  CHECK(ur.unregs() >= 2);
+  if (avail < 22) CHECK(ur.unregs() >= 2);
+  CHECK(static_cast<long>(ur.listed().size()) == 3 - ur.unregs());
   CHECK(status_kb("VmPin:") - pin0 == (3 - ur.unregs()) * 4 * 1024);
   hugepool_free(big);
   hugepool_trim();
@@ -210,7 +214,7 @@ TEST_CASE("eviction, pool pressure and a resize unregister exactly the mappings 
 
 TEST_CASE("a registered buffer past 1 GB is pinned whole, once", "[registrar][large]") {
   constexpr size_t size = GiB + 256 * MiB;
-  kv::PoolGuard pool(size / (2 * MiB) + 2);
+  kv::PoolGuard pool(size / (2 * MiB) + 64);  // never low: share.c would empty the cache
   fresh_state();
   hugepool_set_cache_limits(64, 2 * GiB);
   UringRegistrar ur;
@@ -234,7 +238,7 @@ TEST_CASE("a registered buffer past 1 GB is pinned whole, once", "[registrar][la
 TEST_CASE("a thousand registered buffers in four threads: each registered once, all hits after",
           "[registrar][threads]") {
   constexpr int threads = 4, per_thread = 256;
-  kv::PoolGuard pool(threads * per_thread + 8);
+  kv::PoolGuard pool(threads * per_thread + 96);  // never low: share.c would empty the cache
   fresh_state();
   hugepool_set_cache_limits(2 * threads * per_thread, 4 * GiB);
   UringRegistrar ur;
@@ -342,6 +346,10 @@ int unlock_range(void *, void *addr, size_t len, void *) {
 
 TEST_CASE("mlock as a registrar on 4 KB pages: locked once, still locked while cached, unlocked at trim",
           "[registrar][mlock]") {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  SUCCEED("ASan and TSan make mlock and munlock no-ops: nothing for the kernel to show");
+  return;
+#endif
   kv::PoolGuard pool(0);
   fresh_state();
   hugepool_set_policy(HUGEPOOL_POLICY_SMALL);  // no pool: 4 KB pages, which mlock marks
