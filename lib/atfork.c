@@ -46,9 +46,10 @@ static void atfork_child(void) {
    * own buffers instead of reusing them. */
   hp_block batch[HP_BATCH];
   size_t n;
-  registrar_child_forget(); /* before the drops below: they call no registrar here */
-  tcache_unlock_all();      /* tcache_drain takes each lock itself, and the */
-  registry_unlock_all();    /* registry's (this process has one thread now) */
+  /* No registration is the child's: forgotten before the drops below, which call no registrar. */
+  registrar_child_forget();
+  tcache_unlock_all();   /* tcache_drain takes each lock itself, and the */
+  registry_unlock_all(); /* registry's (this process has one thread now) */
   while ((n = cache_drain(batch, HP_BATCH)) > 0) drop_in_child(batch, n);
   while ((n = tcache_drain(HUGEPOOL_KIND_NONE, batch, HP_BATCH, NULL)) > 0) drop_in_child(batch, n);
   tcache_child_reset(); /* handed-out blocks become plain; other threads' caches lose their owners */
