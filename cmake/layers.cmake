@@ -48,6 +48,7 @@ set(level_cache.h 4)
 set(level_share.h 4)
 set(level_shortage.h 4)
 set(level_tcache-entry.h 4) # tcache.c and tcache-all.c alone
+set(level_registrar.h 4)
 set(level_tcache.h 5)
 set(level_live.h 6)
 set(level_release.h 6)
@@ -64,6 +65,7 @@ set(top 10)
 # its name, or named here), unless its level is named here.
 set(own_header_option-table.c options.h) # the table options.h describes
 set(own_header_tcache-all.c tcache.h)
+set(own_header_registrar-gpu.c registrar.h)
 set(source_level_init.c ${top})
 set(source_level_atfork.c ${top})
 set(source_level_api.c ${top})

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -17,6 +18,7 @@
 #include "init.h"
 #include "live.h"
 #include "realloc.h"
+#include "registrar.h"
 #include "registry.h"
 #include "release.h"
 #include "segment.h"
@@ -177,6 +179,111 @@ const char *hugepool_kind_name(hugepool_kind kind) {
     case HUGEPOOL_KIND_SMALL: return "small";
   }
   return "unknown";
+}
+
+/* ---- registered buffers (registrar.c) ------------------------------------ */
+
+int hugepool_registrar_add(const hugepool_registrar *registrar) {
+  hp_ensure_init();
+  return registrar_add(registrar);
+}
+
+int hugepool_registrar_remove(int id) { return registrar_remove(id); }
+
+int hugepool_registrar_cuda(void) {
+  hp_ensure_init();
+  return registrar_cuda();
+}
+
+int hugepool_registrar_hip(void) {
+  hp_ensure_init();
+  return registrar_hip();
+}
+
+/* Registers the whole mapping of the live block starting at ptr. */
+static int register_live(void *ptr, int id) {
+  hp_block b;
+  if (!find_live(ptr, &b)) return EINVAL;
+  return registrar_ensure(b.addr, b.size, id);
+}
+
+void *hugepool_alloc_registered(size_t bytes, int id) {
+  hp_ensure_init();
+  if (!registrar_known(id)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  bool fresh;
+  void *p = hp_allocate(bytes, HUGEPOOL_ANY_NODE, &fresh);
+  int err = p ? register_live(p, id) : 0;
+  if (err) {
+    hugepool_free(p); /* back to the cache, unregistered */
+    errno = err;
+    return NULL;
+  }
+  return p;
+}
+
+int hugepool_register(void *ptr, int id) {
+  hp_ensure_init();
+  int err = register_live(ptr, id);
+  if (err) errno = err;
+  return err ? -1 : 0;
+}
+
+void *hugepool_registration(const void *ptr, int id, void **base, size_t *len) {
+  void *handle = NULL;
+  return registrar_lookup(ptr, id, base, len, &handle) ? handle : NULL;
+}
+
+int hugepool_is_registered(const void *ptr, int id) { return registrar_lookup(ptr, id, NULL, NULL, NULL); }
+
+int hugepool_registrar_get_stats(int id, hugepool_registrar_stats *out) {
+  if (!out) {
+    errno = EINVAL;
+    return -1;
+  }
+  return registrar_stats(id, out);
+}
+
+int hp_cuda_registrar(void) {
+  hp_ensure_init();
+  return registrar_cuda();
+}
+
+/* The live block holding p: its start (a 2 MB boundary) is looked for one
+ * 2 MB step back at a time, no further than the bytes hugepool maps (as
+ * split.c's block_at).  A pointer hugepool does not own costs one registry
+ * probe per 2 MB mapped (about 10 us a GB). */
+static bool find_holding(const void *p, hp_block *b) {
+  uintptr_t a = (uintptr_t)p;
+  const char *c = (const char *)p - (a & (HP_2M - 1));
+  uint64_t mapped = __atomic_load_n(&hp_stats.bytes_mapped, __ATOMIC_RELAXED);
+  for (uint64_t steps = mapped / HP_2M + 1; steps > 0 && mapped; steps--) {
+    if (find_live(c, b)) return a - (uintptr_t)b->addr < b->size;
+    if ((uintptr_t)c < HP_2M) break;
+    c -= HP_2M;
+  }
+  return false;
+}
+
+int hp_register_range(const void *p, size_t len, int id, void **base) {
+  hp_block b;
+  void *start;
+  size_t size;
+  if (registrar_lookup(p, id, &start, &size, NULL)) {
+    b.addr = start;
+    b.size = size;
+  } else if (!find_holding(p, &b)) {
+    return -1; /* not inside a live hugepool buffer */
+  }
+  if ((uintptr_t)p + len < (uintptr_t)p || (uintptr_t)p + len > (uintptr_t)b.addr + b.size) return -1;
+  *base = b.addr;
+  return registrar_ensure(b.addr, b.size, id);
+}
+
+bool hp_registered_range(const void *p, int id, void **base, size_t *size) {
+  return registrar_lookup(p, id, base, size, NULL);
 }
 
 int hugepool_segment_create(size_t bytes, const hugepool_segment_options *opts, hugepool_segment *out) {

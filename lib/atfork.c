@@ -10,6 +10,7 @@
 
 #include "cache.h"
 #include "fork.h"
+#include "registrar.h"
 #include "registry.h"
 #include "release.h"
 #include "share.h"
@@ -45,6 +46,8 @@ static void atfork_child(void) {
    * own buffers instead of reusing them. */
   hp_block batch[HP_BATCH];
   size_t n;
+  /* No registration is the child's: forgotten before the drops below, which call no registrar. */
+  registrar_child_forget();
   tcache_unlock_all();   /* tcache_drain takes each lock itself, and the */
   registry_unlock_all(); /* registry's (this process has one thread now) */
   while ((n = cache_drain(batch, HP_BATCH)) > 0) drop_in_child(batch, n);

@@ -61,6 +61,19 @@ HP_INTERNAL int split_ends(void *addr, size_t len);
 /* 2 MB pages split since the start of the process. */
 HP_INTERNAL uint64_t split_count(void);
 
+/* Registered buffers for the preload's CUDA entry points (preload/cuda.c),
+ * with registrar.c's rules (registrar.h).  The CUDA driver's registrar:
+ * its id, or -1 with errno = ENODEV (one line says why). */
+HP_INTERNAL int hp_cuda_registrar(void);
+/* [p, p + len) inside one live hugepool buffer (anywhere: its start is
+ * looked for back from p, one registry probe per 2 MB mapped at most): the
+ * buffer's whole mapping registered
+ * with id unless it is already, *base its start; 0, or the registrar's
+ * errno value.  -1: not a range hugepool owns (nothing done). */
+HP_INTERNAL int hp_register_range(const void *p, size_t len, int id, void **base);
+/* The buffer registered with id that holds p: true, its start and size. */
+HP_INTERNAL bool hp_registered_range(const void *p, int id, void **base, size_t *size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -60,6 +60,12 @@ static const hp_option_desc table[HP_OPT_COUNT] = {
     [HP_OPT_MPI_WIN_SHARED] = CHOICE("HUGEPOOL_MPI_WIN_SHARED", 0, 0, "0|1", 0,
                                      "MPI entry points: `1` puts `MPI_Win_allocate_shared` windows on node-shared "
                                      "hugetlb segments"),
+    [HP_OPT_CUDA] = CHOICE("HUGEPOOL_CUDA", HP_CUDA_OFF, HP_CUDA_OFF, "0|1|all", 0,
+                           "preload only (`hugepool-run --cuda`): `1` serves a program's own `cudaHostRegister` / "
+                           "`cuMemHostRegister` of a hugepool buffer from a registration kept while hugepool caches "
+                           "the buffer (the first registers for real, the next cost nothing); `all` also registers "
+                           "a hugepool buffer at the program's first copy of 1 MiB or more between it and a GPU; "
+                           "`--cuda` also sets PyTorch's `pinned_use_cuda_host_register:True`"),
 };
 
 const hp_option_desc *option_desc(hp_option_id id) { return &table[id]; }

@@ -44,6 +44,7 @@
 #include "alloc.h"
 #include "embed.h"
 #include "live.h"
+#include "registrar.h"
 #include "release.h"
 #include "share.h"
 #include "split.h"
@@ -253,6 +254,7 @@ void *realloc_resize(void *ptr, size_t bytes) {
   }
   hp_block now = was;
   size_t new_size = round_up(bytes, unit_of(was.kind));
+  if (new_size != was.size) registrar_release(was.addr, was.size); /* its pages change */
   hp_resize_outcome outcome = HP_RESIZE_KEPT;
   int err = 0;
   if (new_size == 0) {

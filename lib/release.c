@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 
 #include "cache.h"
+#include "registrar.h"
 #include "share.h"
 #include "shortage.h"
 #include "tcache.h"
@@ -28,6 +29,7 @@ void release_now(hp_block *blocks, size_t n) {
   if (n == 0) return;
   size_t bytes = 0;
   for (size_t i = 0; i < n; i++) {
+    registrar_release(blocks[i].addr, blocks[i].size); /* registered while cached: dropped with the mapping */
     os_unmap(blocks[i].addr, blocks[i].size);
     bytes += blocks[i].size;
     size_t page = hp_page_of((hugepool_kind)blocks[i].kind);

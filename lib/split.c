@@ -58,6 +58,7 @@
 
 #include "hooks.h"
 #include "live.h"
+#include "registrar.h"
 #include "registry.h"
 
 static pthread_mutex_t split_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -171,6 +172,11 @@ static int split_page_at(char *addr, bool *ours) {
   return rc;
 }
 
+static void unregister_block_at(const void *addr) {
+  hp_block b;
+  if (block_at(addr, &b) && b.kind == HUGEPOOL_KIND_HUGE_2M) registrar_release(b.addr, b.size);
+}
+
 bool split_touches(const void *addr, size_t len) {
   hp_block b;
   const char *last = (const char *)addr + (len ? len - 1 : 0);
@@ -185,6 +191,11 @@ int split_ends(void *addr, size_t len) {
   if (len == 0 || span < len || end < a) return 0;
   bool ours = false;
   int rc = 0;
+  /* A page that moves to 4 KB pages leaves a registration pinning the old
+   * one: it goes first, before split_lock (a registrar's callback may call
+   * back into mprotect or madvise). */
+  if (a & (HP_2M - 1)) unregister_block_at(addr);
+  if (end & (HP_2M - 1)) unregister_block_at((char *)addr + span - 1);
   pthread_mutex_lock(&split_lock);
   if (a & (HP_2M - 1)) rc = split_page_at(addr, &ours);
   if (rc == 0 && (end & (HP_2M - 1))) rc = split_page_at((char *)addr + span - 1, &ours);

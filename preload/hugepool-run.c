@@ -47,6 +47,7 @@ static const flag flags[] = {
     {"    --cache-bytes SIZE", "cache-bytes", NULL, HP_OPT_CACHE_BYTES, 0, true},
     {"    --mpi MODE", "mpi", NULL, HP_OPT_MPI, 0, true},
     {"    --mpi-win-shared", "mpi-win-shared", "1", HP_OPT_MPI_WIN_SHARED, 0, false},
+    {"    --cuda[=MODE]", "cuda", "1", HP_OPT_CUDA, 0, false}, /* --cuda alone: 1 */
     {"-q, --quiet", "quiet", "0", HP_OPT_WARN, 'q', false},
 };
 #define N_FLAGS (sizeof(flags) / sizeof(flags[0]))
@@ -222,7 +223,8 @@ static int parse_command_line(int argc, char **argv) {
           "called %s",
           a, argv[i], argv[i], a, argv[i], argv[i]);
     }
-    if (!f->takes_value && inline_value && f->id != HP_OPT_STATS) inline_value = switch_value(f, inline_value);
+    if (!f->takes_value && inline_value && f->id != HP_OPT_STATS && f->id != HP_OPT_CUDA)
+      inline_value = switch_value(f, inline_value);
     set_option(f, inline_value ? inline_value : f->fixed);
   }
   return i;
@@ -286,6 +288,27 @@ static const char *mpi_library(void) {
   return lib;
 }
 
+/* With HUGEPOOL_CUDA on, PyTorch's pin_memory() mallocs and registers
+ * (pinned_use_cuda_host_register:True), so its pinned blocks land on
+ * hugepool's buffers, whose registration the preload keeps.  The user's
+ * other settings stay; a value of that key the user gave wins.  PyTorch
+ * reads PYTORCH_ALLOC_CONF (2.9 and later) before the older name. */
+static void torch_pinned_register(void) {
+  const char *on = getenv(option_desc(HP_OPT_CUDA)->name);
+  long long value = 0;
+  char expected[96];
+  if (!on || option_parse(HP_OPT_CUDA, on, true, &value, expected, sizeof(expected)) != 0 || value == HP_CUDA_OFF)
+    return;
+  const char *name = getenv("PYTORCH_ALLOC_CONF") ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
+  const char *old = getenv(name);
+  if (old && strstr(old, "pinned_use_cuda_host_register")) return;
+  char *conf = NULL;
+  if (asprintf(&conf, "%s%spinned_use_cuda_host_register:True", old && *old ? old : "", old && *old ? "," : "") < 0 ||
+      setenv(name, conf, 1) != 0)
+    die("cannot set %s", name);
+  free(conf);
+}
+
 int main(int argc, char **argv) {
   int first = parse_command_line(argc, argv);
   if (first >= argc) die("no program given");
@@ -293,6 +316,7 @@ int main(int argc, char **argv) {
   const char *lib = library_path("HUGEPOOL_PRELOAD_LIB", HUGEPOOL_PRELOAD_LIB_FROM_BIN, HUGEPOOL_PRELOAD_LIB, buf);
   if (access(lib, R_OK) != 0) die("cannot find the interposer at %s (set HUGEPOOL_PRELOAD_LIB)", lib);
   const char *mpi = mpi_library();
+  torch_pinned_register();
 
   /* The interposer first (the MPI entry points call into it), then the MPI
    * entry points, then what was there. */

@@ -7,6 +7,7 @@
  *   heap-chunks.c     ... whose extents are carved from hugetlb chunks
  *   dlopen.c          dlopen/dlmopen without RTLD_DEEPBIND
  *   protect.c         mprotect/madvise at 4 KB granularity (lib/split.c)
+ *   cuda.c            CUDA host registrations served by the cache (--cuda)
  */
 #ifndef HUGEPOOL_PRELOAD_H
 #define HUGEPOOL_PRELOAD_H

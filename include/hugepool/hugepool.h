@@ -178,6 +178,83 @@ HUGEPOOL_API long hugepool_pool_free_pages(int node);
 HUGEPOOL_API const char *hugepool_policy_name(hugepool_policy policy);
 HUGEPOOL_API const char *hugepool_kind_name(hugepool_kind kind);
 
+/* ---- registered buffers (GPU, RDMA) ----------------------------------------
+ * A registrar page-locks and maps a range for a device: the CUDA driver's
+ * cuMemHostRegister, ROCm's hipHostRegister, or one the application supplies
+ * (an RDMA protection domain's ibv_reg_mr, say).  hugepool registers a
+ * buffer's whole mapping (whole huge pages) once, keeps it registered while
+ * the buffer is live or cached, hands it out again registered at no cost,
+ * and unregisters it only when the mapping goes back to the kernel (trim,
+ * eviction, pool pressure) or is resized.  At exit nothing is called: the
+ * kernel and the driver drop registrations with the process.  A forked
+ * child has no registrar and no registration of its parent's, and never
+ * calls the parent's registrars.  Callbacks run with no lock of hugepool
+ * held, may call malloc, and must not free or resize the buffer. */
+typedef struct hugepool_registrar {
+  const char *name; /* for messages ("ibv_reg_mr"); may be NULL */
+  /* Registers [addr, addr + len): 0, or an errno value.  *handle is kept
+   * and handed to unregister (an ibv_mr *, say). */
+  int (*reg)(void *context, void *addr, size_t len, void **handle);
+  /* Unregisters what reg registered: 0, or an errno value (reported). */
+  int (*unreg)(void *context, void *addr, size_t len, void *handle);
+  void *context;
+} hugepool_registrar;
+
+typedef struct hugepool_registrar_stats {
+  uint64_t registrations;      /* calls of reg that succeeded */
+  uint64_t registered_hits;    /* buffers found registered already: no call */
+  uint64_t unregistrations;    /* calls of unreg */
+  uint64_t failures;           /* calls of reg that failed */
+  uint64_t bytes_registered;   /* bytes registered now */
+  uint64_t buffers_registered; /* mappings registered now */
+} hugepool_registrar_stats;
+
+/* Adds a registrar (copied; context and name must outlive it).  Returns its
+ * id (1 or more), or -1 with errno: EINVAL (no reg or unreg), ENOSPC (8 in
+ * use). */
+HUGEPOOL_API int hugepool_registrar_add(const hugepool_registrar *registrar);
+
+/* Unregisters every buffer registered with `id`, then removes it (call it
+ * before destroying what the registrar registers into).  0, or -1 with
+ * errno = EINVAL. */
+HUGEPOOL_API int hugepool_registrar_remove(int id);
+
+/* The CUDA driver as a registrar: libcuda.so.1 is opened (dlopen) on the
+ * first call, never before; later calls return the same id.  hugepool never
+ * creates a CUDA context: a registration uses the calling thread's current
+ * context, else an active primary context, else fails with ENXIO (initialise
+ * CUDA first: cudaSetDevice(), cudaFree(0)).  Buffers are registered
+ * portable and mapped (CU_MEMHOSTREGISTER_PORTABLE | DEVICEMAP).  -1 with
+ * errno = ENODEV and one line on stderr where there is no driver or no
+ * device. */
+HUGEPOOL_API int hugepool_registrar_cuda(void);
+
+/* The same for ROCm (hipHostRegister, libamdhip64.so opened on first call). */
+HUGEPOOL_API int hugepool_registrar_hip(void);
+
+/* hugepool_alloc(bytes), the buffer's whole mapping registered with
+ * registrar `id`: a cached buffer registered before comes back with no
+ * call.  NULL with errno: as hugepool_alloc(), EINVAL (no such registrar),
+ * or the registrar's error (the buffer stays in hugepool's cache). */
+HUGEPOOL_API HUGEPOOL_MALLOC_LIKE void *hugepool_alloc_registered(size_t bytes, int id);
+
+/* Registers the live buffer at `ptr` (its start) with registrar `id`, unless
+ * it is already.  0, or -1 with errno: EINVAL (not a live buffer, no such
+ * registrar) or the registrar's error. */
+HUGEPOOL_API int hugepool_register(void *ptr, int id);
+
+/* The registration with `id` that holds `ptr` (any address inside a buffer):
+ * the registrar's handle (an ibv_mr *, say; the CUDA registrar's is the
+ * buffer's start), with the buffer's start and size if base / len are not
+ * NULL; NULL if the buffer is not registered with `id`. */
+HUGEPOOL_API void *hugepool_registration(const void *ptr, int id, void **base, size_t *len);
+
+/* Is the buffer holding `ptr` registered with `id`? */
+HUGEPOOL_API int hugepool_is_registered(const void *ptr, int id);
+
+/* The counters of registrar `id`: 0, or -1 with errno = EINVAL. */
+HUGEPOOL_API int hugepool_registrar_get_stats(int id, hugepool_registrar_stats *out);
+
 /* ---- node-shared segments ---------------------------------------------------
  *
  * A segment is a buffer on hugetlb pages that other processes of the same

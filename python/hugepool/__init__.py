@@ -41,7 +41,7 @@ import numpy as _np
 from . import _core
 
 __all__ = [
-    "empty", "zeros", "empty_like", "zeros_like", "is_hugepool", "buffer_of",
+    "empty", "zeros", "empty_like", "zeros_like", "is_hugepool", "is_pinned", "buffer_of",
     "stats", "stats_text", "trim", "pool_free_pages",
     "set_policy", "get_policy", "set_page_size", "get_page_size", "set_cache_limits",
     "Segment", "segment", "map_segment", "Buffer",
@@ -68,7 +68,17 @@ def _array(buf, shape, dtype, order, offset=0):
     return flat.reshape(shape, order=order)
 
 
-def empty(shape, dtype=float, order="C", *, zero=False):
+_cuda_registrar = None
+
+
+def _cuda():
+    global _cuda_registrar
+    if _cuda_registrar is None:
+        _cuda_registrar = _core.registrar_cuda()
+    return _cuda_registrar
+
+
+def empty(shape, dtype=float, order="C", *, zero=False, pinned=False):
     """Return a new array of the given shape and dtype on hugetlb pages,
     without initializing entries (as numpy.empty).
 
@@ -80,6 +90,14 @@ def empty(shape, dtype=float, order="C", *, zero=False):
     buffer reused from the cache holds what its last owner wrote.  It goes
     back to the cache when the last reference to the array (or to any view
     of it) goes.  A zero-size array takes no buffer (numpy's own).
+
+    pinned=True registers the buffer's whole mapping with the CUDA driver
+    (page-locked, portable and mapped: what cudaHostRegister gives), once:
+    it stays registered while hugepool caches it, so the next pinned array
+    of that size costs no registration.  torch.from_numpy(a) and
+    cupy.asarray copies use it as pinned memory.  hugepool never creates a
+    CUDA context: initialise CUDA first (torch.cuda.init(), a cupy call).
+    Without a driver or device: OSError with errno ENODEV.
 
     Raises MemoryError with hugepool's reason when the pool cannot cover
     the request under the strict policy (the default).
@@ -95,15 +113,16 @@ def empty(shape, dtype=float, order="C", *, zero=False):
         nbytes *= n
     if nbytes > _sys.maxsize:  # as numpy.empty says it
         raise ValueError("array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum possible size.")
+    registrar = _cuda() if pinned else 0
     if nbytes == 0:
         return _np.empty(shape, dtype=dtype, order=order)
-    return _array(_core.alloc(nbytes, zero), shape, dtype, order)
+    return _array(_core.alloc(nbytes, zero, registrar), shape, dtype, order)
 
 
-def zeros(shape, dtype=float, order="C"):
+def zeros(shape, dtype=float, order="C", *, pinned=False):
     """Return a new array of the given shape and dtype on hugetlb pages,
     filled with zeros (as numpy.zeros).  See empty()."""
-    return empty(shape, dtype, order, zero=True)
+    return empty(shape, dtype, order, zero=True, pinned=pinned)
 
 
 def empty_like(a, dtype=None):
@@ -135,6 +154,13 @@ def buffer_of(a):
 def is_hugepool(a):
     """True if array a's memory is a hugepool buffer or segment."""
     return buffer_of(a) is not None
+
+
+def is_pinned(a):
+    """True if array a's memory is a hugepool buffer registered with the
+    CUDA driver (empty(..., pinned=True))."""
+    buf = buffer_of(a)
+    return buf is not None and _cuda_registrar is not None and _core.is_registered(buf.address, _cuda_registrar)
 
 
 def stats():

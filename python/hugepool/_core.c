@@ -149,8 +149,8 @@ static Buffer *buffer_new(void) { return PyObject_New(Buffer, &BufferType); }
 static PyObject *core_alloc(PyObject *mod, PyObject *args) {
   (void)mod;
   Py_ssize_t nbytes;
-  int zero = 0;
-  if (!PyArg_ParseTuple(args, "n|p", &nbytes, &zero)) return NULL;
+  int zero = 0, registrar = 0;
+  if (!PyArg_ParseTuple(args, "n|pi", &nbytes, &zero, &registrar)) return NULL;
   if (nbytes <= 0) {
     PyErr_SetString(PyExc_ValueError, "hugepool: a buffer needs at least one byte");
     return NULL;
@@ -159,7 +159,12 @@ static PyObject *core_alloc(PyObject *mod, PyObject *args) {
   int err;
   Py_BEGIN_ALLOW_THREADS;
   errno = 0;
-  p = zero ? hugepool_calloc(1, (size_t)nbytes) : hugepool_alloc((size_t)nbytes);
+  if (registrar > 0) {
+    p = hugepool_alloc_registered((size_t)nbytes, registrar);
+    if (p && zero) memset(p, 0, (size_t)nbytes);
+  } else {
+    p = zero ? hugepool_calloc(1, (size_t)nbytes) : hugepool_alloc((size_t)nbytes);
+  }
   err = p ? 0 : (errno ? errno : ENOMEM);
   Py_END_ALLOW_THREADS;
   if (!p) return raise_errno("allocate", err, (size_t)nbytes);
@@ -348,8 +353,33 @@ static PyObject *core_set_cache_limits(PyObject *mod, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* The CUDA driver's registrar id; OSError(ENODEV) where there is none. */
+static PyObject *core_registrar_cuda(PyObject *mod, PyObject *noargs) {
+  (void)mod, (void)noargs;
+  int id = hugepool_registrar_cuda();
+  if (id > 0) return PyLong_FromLong(id);
+  PyObject *args = Py_BuildValue("(is)", errno,
+                                 "hugepool: pinned=True registers the buffer with the CUDA driver, and this process "
+                                 "cannot reach one (no libcuda.so.1, or no device: the line on stderr says which)");
+  if (args) {
+    PyErr_SetObject(PyExc_OSError, args);
+    Py_DECREF(args);
+  }
+  return NULL;
+}
+
+static PyObject *core_is_registered(PyObject *mod, PyObject *args) {
+  (void)mod;
+  Py_ssize_t address;
+  int registrar;
+  if (!PyArg_ParseTuple(args, "ni", &address, &registrar)) return NULL;
+  return PyBool_FromLong(hugepool_is_registered((const void *)address, registrar));
+}
+
 static PyMethodDef core_methods[] = {
-    {"alloc", core_alloc, METH_VARARGS, "alloc(nbytes, zero=False) -> Buffer"},
+    {"registrar_cuda", core_registrar_cuda, METH_NOARGS, "registrar_cuda() -> id (OSError ENODEV: no driver)"},
+    {"is_registered", core_is_registered, METH_VARARGS, "is_registered(address, registrar) -> bool"},
+    {"alloc", core_alloc, METH_VARARGS, "alloc(nbytes, zero=False, registrar=0) -> Buffer"},
     {"segment_create", core_segment_create, METH_VARARGS, "segment_create(nbytes, node=-1) -> Buffer"},
     {"segment_map", core_segment_map, METH_VARARGS, "segment_map(handle) -> Buffer"},
     {"stats", core_stats, METH_NOARGS, "stats() -> dict"},

@@ -159,6 +159,29 @@ class Arrays(unittest.TestCase):
         with self.assertRaises(MemoryError):
             hugepool.segment(2 << 30)
 
+    def test_pinned_without_a_driver_is_enodev(self):
+        import ctypes
+        import errno
+        import os
+        try:
+            ctypes.CDLL("libcuda.so.1")  # what hugepool opens
+            self.skipTest("a CUDA driver is installed: bench/gpu-torch.py covers pinned arrays there")
+        except OSError:
+            pass
+        err_fd = os.dup(2)  # the one line hugepool writes is expected, not shown
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            try:
+                with self.assertRaises(OSError) as ctx:
+                    hugepool.empty(1 << 20, np.uint8, pinned=True)
+            finally:
+                os.dup2(err_fd, 2)
+                os.close(err_fd)
+        self.assertEqual(ctx.exception.errno, errno.ENODEV)
+        self.assertIn("CUDA driver", str(ctx.exception))
+        a = hugepool.empty(1 << 20, np.uint8)  # unpinned arrays are unaffected
+        self.assertFalse(hugepool.is_pinned(a))
+
     def test_help(self):
         text = pydoc.render_doc(hugepool, renderer=pydoc.plaintext)
         for name in ("empty(", "zeros(", "stats(", "trim(", "pool_free_pages(", "MemoryError", "mpi4py"):

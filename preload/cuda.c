@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A program's own host registrations served by the cache (HUGEPOOL_CUDA=1,
+ * hugepool-run --cuda).  Exported: cuMemHostRegister(_v2) and
+ * cuMemHostUnregister (libcuda's), cuGetProcAddress(_v2) (how the CUDA
+ * runtime and libraries reach the driver: by name, not through exported
+ * symbols), cudaHostRegister and cudaHostUnregister (libcudart's).
+ *
+ * Rules:
+ *  1. Off (the default) every call goes to the next definition unchanged
+ *     and cuGetProcAddress hands back the driver's own functions: nothing
+ *     is loaded, nothing is kept.
+ *  2. On, a registration of a range inside one hugepool buffer (the
+ *     program's pointer is the buffer's start, or inside a buffer
+ *     registered already), with flags 0, PORTABLE and/or DEVICEMAP,
+ *     registers the buffer's whole mapping once with the core's CUDA
+ *     registrar and records the program's range; the program's unregister
+ *     forgets the range and keeps the registration, which the core drops
+ *     when the mapping goes back to the kernel.  The next registration of
+ *     that buffer makes no driver call.
+ *  3. What the driver would refuse is refused the same: a range overlapping
+ *     one the program registered and did not unregister is
+ *     ALREADY_REGISTERED (712), an unregister of no registered start is
+ *     NOT_REGISTERED (713).
+ *  4. Anything else (a range hugepool does not own, other flags, no CUDA
+ *     context yet) goes to the driver as it is.  More than 16384 ranges
+ *     registered at once are refused (OUT_OF_MEMORY, one line).
+ *  5. hugepool never creates a CUDA context (registrar-gpu.c).
+ *  6. HUGEPOOL_CUDA=all (--cuda=all) also registers, at the program's first
+ *     copy of at least 1 MiB between it and a device (cudaMemcpy,
+ *     cudaMemcpyAsync, cuMemcpyHtoD/DtoH(Async)_v2), the hugepool buffer
+ *     holding the host side, once, if the program has a CUDA context: its
+ *     copies then run at the registered rate. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "hooks.h"
+#include "preload.h"
+
+#define HPL_EXPORT __attribute__((visibility("default")))
+
+typedef int CUresult;
+typedef uint64_t cuuint64_t;
+typedef CUresult (*register_fn)(void *p, size_t bytes, unsigned flags);
+typedef CUresult (*unregister_fn)(void *p);
+typedef CUresult (*gpa_v1_fn)(const char *symbol, void **pfn, int version, cuuint64_t flags);
+typedef CUresult (*gpa_v2_fn)(const char *symbol, void **pfn, int version, cuuint64_t flags, int *status);
+enum { CU_OK = 0, CU_INVALID_VALUE = 1, CU_OUT_OF_MEMORY = 2, CU_NOT_INITIALIZED = 3 };
+enum { CU_ALREADY_REGISTERED = 712, CU_NOT_REGISTERED = 713 };
+#define SERVED_FLAGS 0x3u /* PORTABLE | DEVICEMAP: what a cached registration has */
+
+/* ---- the program's registered ranges ------------------------------------ */
+#define PROGRAM_RANGES 16384 /* .bss: only the pages used are memory */
+typedef struct program_range {
+  const char *start;
+  uintptr_t end, buffer; /* buffer: the start of the hugepool buffer it lies in */
+} program_range;
+static pthread_mutex_t ranges_lock = PTHREAD_MUTEX_INITIALIZER;
+static program_range ranges[PROGRAM_RANGES];
+static size_t n_ranges;
+
+/* A range whose buffer is no longer registered went with its mapping. */
+static bool stale(const program_range *r, int id) {
+  void *base;
+  size_t size;
+  return !hp_registered_range(r->start, id, &base, &size) || (uintptr_t)base != r->buffer;
+}
+
+static void drop_range(size_t i) { ranges[i] = ranges[--n_ranges]; }
+
+static bool overlaps_program_range(uintptr_t start, uintptr_t end, int id) {
+  for (size_t i = 0; i < n_ranges; i++) {
+    if (stale(&ranges[i], id)) {
+      drop_range(i--);
+      continue;
+    }
+    if (start < ranges[i].end && (uintptr_t)ranges[i].start < end) return true;
+  }
+  return false;
+}
+
+static int program_range_index(uintptr_t start, int id) {
+  for (size_t i = 0; i < n_ranges; i++)
+    if ((uintptr_t)ranges[i].start == start) {
+      if (!stale(&ranges[i], id)) return (int)i;
+      drop_range(i);
+      return -1;
+    }
+  return -1;
+}
+
+/* ---- on or off ------------------------------------------------------------ */
+static atomic_int cuda_mode = -1; /* -1: not read yet; else HP_CUDA_OFF, _ON, _ALL */
+static atomic_int registrar_id;   /* 0: not asked yet; -1: no driver */
+
+static bool cuda_on(void) {
+  int mode = atomic_load_explicit(&cuda_mode, memory_order_relaxed);
+  if (mode < 0) {
+    (void)hugepool_get_policy(); /* the core's options */
+    mode = (int)option_get(HP_OPT_CUDA);
+    atomic_store(&cuda_mode, mode);
+  }
+  return mode != HP_CUDA_OFF;
+}
+
+static int cuda_registrar(void) {
+  int id = atomic_load(&registrar_id);
+  if (id == 0) {
+    id = hp_cuda_registrar();
+    atomic_store(&registrar_id, id > 0 ? id : -1);
+  }
+  return id;
+}
+
+static CUresult cu_result(int err) {
+  return err == EEXIST ? CU_ALREADY_REGISTERED : err == ENOMEM ? CU_OUT_OF_MEMORY : CU_INVALID_VALUE;
+}
+
+/* Records the program's range unless it overlaps one it registered
+ * (rule 3); caller holds ranges_lock. */
+static long record_range(const char *p, uintptr_t end, uintptr_t buffer, int id) {
+  if (overlaps_program_range((uintptr_t)p, end, id)) return CU_ALREADY_REGISTERED;
+  if (n_ranges == PROGRAM_RANGES) {
+    static atomic_bool said;
+    if (!atomic_exchange(&said, true))
+      hp_warn(
+          "--cuda: the program holds %d host registrations of hugepool buffers; more are refused "
+          "(CUDA_ERROR_OUT_OF_MEMORY)",
+          PROGRAM_RANGES);
+    return CU_OUT_OF_MEMORY;
+  }
+  ranges[n_ranges++] = (program_range){p, end, buffer};
+  return CU_OK;
+}
+
+/* Rule 2: served, or -1 for the driver (rule 4).  The registration itself
+ * (20 ms a GB) runs with no lock of ours held: PyTorch registers a block's
+ * chunks from several threads at once. */
+static long served_register(void *p, size_t bytes, unsigned flags) {
+  int id;
+  if (!cuda_on() || bytes == 0 || (flags & ~SERVED_FLAGS) || (id = cuda_registrar()) < 0) return -1;
+  uintptr_t start = (uintptr_t)p, end = start + bytes;
+  pthread_mutex_lock(&ranges_lock);
+  bool overlaps = overlaps_program_range(start, end, id);
+  pthread_mutex_unlock(&ranges_lock);
+  if (overlaps) return CU_ALREADY_REGISTERED;
+  void *buffer;
+  int err = hp_register_range(p, bytes, id, &buffer);
+  /* the driver refused the buffer: the program hears it; else the driver decides */
+  if (err != 0) return err == EEXIST || err == ENOMEM ? cu_result(err) : -1;
+  pthread_mutex_lock(&ranges_lock);
+  long rc = record_range(p, end, (uintptr_t)buffer, id);
+  pthread_mutex_unlock(&ranges_lock);
+  return rc;
+}
+
+static long served_unregister(void *p) {
+  int id;
+  if (!cuda_on() || (id = atomic_load(&registrar_id)) <= 0) return -1;
+  pthread_mutex_lock(&ranges_lock);
+  int i = program_range_index((uintptr_t)p, id);
+  if (i >= 0) drop_range((size_t)i);
+  pthread_mutex_unlock(&ranges_lock);
+  if (i >= 0) return CU_OK;
+  return hp_registered_range(p, id, &(void *){0}, &(size_t){0}) ? CU_NOT_REGISTERED : -1;
+}
+
+/* ---- the next definitions ------------------------------------------------
+ * dlsym and the driver's cuGetProcAddress give object pointers; ISO C
+ * converts them to and from function pointers only through their bytes. */
+typedef void (*any_fn)(void);
+
+static any_fn to_fn(void *p) {
+  any_fn f;
+  memcpy(&f, &p, sizeof(f));
+  return f;
+}
+
+static void *to_ptr(any_fn f) {
+  void *p;
+  memcpy(&p, &f, sizeof(p));
+  return p;
+}
+
+/* The next definition of each entry point, found once (dlsym costs more
+ * than the copies it would sit in front of). */
+enum next_symbol {
+  NEXT_cuMemHostRegister,
+  NEXT_cuMemHostRegister_v2,
+  NEXT_cuMemHostUnregister,
+  NEXT_cuGetProcAddress,
+  NEXT_cuGetProcAddress_v2,
+  NEXT_cudaHostRegister,
+  NEXT_cudaHostUnregister,
+  NEXT_cudaMemcpy,
+  NEXT_cudaMemcpyAsync,
+  NEXT_cuMemcpyHtoD_v2,
+  NEXT_cuMemcpyHtoDAsync_v2,
+  NEXT_cuMemcpyDtoH_v2,
+  NEXT_cuMemcpyDtoHAsync_v2,
+  NEXT_COUNT
+};
+static const char *const next_names[NEXT_COUNT] = {
+    "cuMemHostRegister",    "cuMemHostRegister_v2", "cuMemHostUnregister", "cuGetProcAddress", "cuGetProcAddress_v2",
+    "cudaHostRegister",     "cudaHostUnregister",   "cudaMemcpy",          "cudaMemcpyAsync",  "cuMemcpyHtoD_v2",
+    "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoH_v2",      "cuMemcpyDtoHAsync_v2"};
+static _Atomic(any_fn) next_found[NEXT_COUNT];
+
+static any_fn next(enum next_symbol which) {
+  any_fn f = atomic_load_explicit(&next_found[which], memory_order_relaxed);
+  if (!f) {
+    f = to_fn(dlsym(RTLD_NEXT, next_names[which])); /* NULL (none yet) is asked again */
+    atomic_store_explicit(&next_found[which], f, memory_order_relaxed);
+  }
+  return f;
+}
+
+/* ---- libcuda's entry points ---------------------------------------------- */
+HPL_EXPORT CUresult cuMemHostRegister(void *p, size_t bytes, unsigned flags);
+HPL_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags);
+HPL_EXPORT CUresult cuMemHostUnregister(void *p);
+HPL_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
+HPL_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags, int *status);
+HPL_EXPORT int cudaHostRegister(void *p, size_t bytes, unsigned flags);
+HPL_EXPORT int cudaHostUnregister(void *p);
+
+static CUresult register_via(any_fn real, void *p, size_t bytes, unsigned flags) {
+  long served = served_register(p, bytes, flags);
+  if (served >= 0) return (CUresult)served;
+  return real ? ((register_fn)real)(p, bytes, flags) : CU_NOT_INITIALIZED;
+}
+
+static CUresult unregister_via(any_fn real, void *p) {
+  long served = served_unregister(p);
+  if (served >= 0) return (CUresult)served;
+  return real ? ((unregister_fn)real)(p) : CU_NOT_INITIALIZED;
+}
+
+CUresult cuMemHostRegister(void *p, size_t bytes, unsigned flags) {
+  return register_via(next(NEXT_cuMemHostRegister), p, bytes, flags);
+}
+
+CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags) {
+  return register_via(next(NEXT_cuMemHostRegister_v2), p, bytes, flags);
+}
+
+CUresult cuMemHostUnregister(void *p) { return unregister_via(next(NEXT_cuMemHostUnregister), p); }
+
+/* Functions the driver hands out by name that are none of its exported
+ * symbols (a version of its own): one wrapper each, for the first seen. */
+static _Atomic(any_fn) hidden_register, hidden_unregister;
+
+static CUresult hidden_register_wrapper(void *p, size_t bytes, unsigned flags) {
+  return register_via(atomic_load(&hidden_register), p, bytes, flags);
+}
+
+static CUresult hidden_unregister_wrapper(void *p) { return unregister_via(atomic_load(&hidden_unregister), p); }
+
+/* real as the wrapper of the hidden slot: the first function seen there. */
+static bool claims(_Atomic(any_fn) *slot, any_fn real) {
+  any_fn none = NULL;
+  return atomic_compare_exchange_strong(slot, &none, real) || none == real;
+}
+
+/* The wrapper of ours for what the driver handed out for symbol, or NULL. */
+static any_fn ours_for(const char *symbol, any_fn real) {
+  if (strcmp(symbol, "cuMemHostRegister") == 0) {
+    if (real == next(NEXT_cuMemHostRegister_v2)) return (any_fn)cuMemHostRegister_v2;
+    if (real == next(NEXT_cuMemHostRegister)) return (any_fn)cuMemHostRegister;
+    return claims(&hidden_register, real) ? (any_fn)hidden_register_wrapper : NULL;
+  }
+  if (strcmp(symbol, "cuMemHostUnregister") == 0) {
+    if (real == next(NEXT_cuMemHostUnregister)) return (any_fn)cuMemHostUnregister;
+    return claims(&hidden_unregister, real) ? (any_fn)hidden_unregister_wrapper : NULL;
+  }
+  if (strcmp(symbol, "cuGetProcAddress") == 0) {
+    if (real == next(NEXT_cuGetProcAddress_v2)) return (any_fn)cuGetProcAddress_v2;
+    if (real == next(NEXT_cuGetProcAddress)) return (any_fn)cuGetProcAddress;
+  }
+  return NULL;
+}
+
+/* What the driver handed out, swapped for ours (rule 1: on only). */
+static void hand_back(const char *symbol, void **pfn) {
+  if (!cuda_on() || !symbol || !*pfn) return;
+  any_fn ours = ours_for(symbol, to_fn(*pfn));
+  if (ours) *pfn = to_ptr(ours);
+}
+
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags) {
+  any_fn real = next(NEXT_cuGetProcAddress);
+  if (!real) return CU_NOT_INITIALIZED;
+  CUresult rc = ((gpa_v1_fn)real)(symbol, pfn, version, flags);
+  if (rc == CU_OK && pfn) hand_back(symbol, pfn);
+  return rc;
+}
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags, int *status) {
+  any_fn real = next(NEXT_cuGetProcAddress_v2);
+  if (!real) return CU_NOT_INITIALIZED;
+  CUresult rc = ((gpa_v2_fn)real)(symbol, pfn, version, flags, status);
+  if (rc == CU_OK && pfn) hand_back(symbol, pfn);
+  return rc;
+}
+
+/* ---- libcudart's entry points (cudaError_t uses the driver's numbers for
+ * these: cudaErrorHostMemoryAlreadyRegistered 712, NotRegistered 713) ------ */
+int cudaHostRegister(void *p, size_t bytes, unsigned flags) {        /* cudaHostRegisterPortable 1, Mapped 2 */
+  return register_via(next(NEXT_cudaHostRegister), p, bytes, flags); /* 3: cudaErrorInitializationError */
+}
+
+int cudaHostUnregister(void *p) { return unregister_via(next(NEXT_cudaHostUnregister), p); }
+
+/* ---- rule 6: buffers registered at their first copy -------------------- */
+#define COPY_MIN ((size_t)1 << 20)
+enum { RT_H2D = 1, RT_D2H = 2, RT_DEFAULT = 4 }; /* cudaMemcpyKind */
+typedef int (*rt_copy_fn)(void *dst, const void *src, size_t n, int kind);
+typedef int (*rt_copy_async_fn)(void *dst, const void *src, size_t n, int kind, void *stream);
+typedef CUresult (*htod_fn)(uint64_t dst, const void *src, size_t n);
+typedef CUresult (*htod_async_fn)(uint64_t dst, const void *src, size_t n, void *stream);
+typedef CUresult (*dtoh_fn)(void *dst, uint64_t src, size_t n);
+typedef CUresult (*dtoh_async_fn)(void *dst, uint64_t src, size_t n, void *stream);
+
+/* The hugepool buffer holding host, registered unless it is already. */
+static void register_for_copy(const void *host, size_t n) {
+  void *buffer;
+  int id;
+  if (n < COPY_MIN || atomic_load_explicit(&cuda_mode, memory_order_relaxed) != HP_CUDA_ALL ||
+      (id = cuda_registrar()) < 0)
+    return;
+  if (!hp_registered_range(host, id, &buffer, &(size_t){0})) (void)hp_register_range(host, n, id, &buffer);
+}
+
+static void runtime_copy(void *dst, const void *src, size_t n, int kind) {
+  if (!cuda_on()) return;
+  if (kind == RT_H2D || kind == RT_DEFAULT) register_for_copy(src, n);
+  if (kind == RT_D2H || kind == RT_DEFAULT) register_for_copy(dst, n);
+}
+
+HPL_EXPORT int cudaMemcpy(void *dst, const void *src, size_t n, int kind);
+HPL_EXPORT int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream);
+HPL_EXPORT CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n);
+HPL_EXPORT CUresult cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t n, void *stream);
+HPL_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n);
+HPL_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, uint64_t src, size_t n, void *stream);
+
+int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
+  runtime_copy(dst, src, n, kind);
+  any_fn real = next(NEXT_cudaMemcpy);
+  return real ? ((rt_copy_fn)real)(dst, src, n, kind) : CU_NOT_INITIALIZED;
+}
+
+int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream) {
+  runtime_copy(dst, src, n, kind);
+  any_fn real = next(NEXT_cudaMemcpyAsync);
+  return real ? ((rt_copy_async_fn)real)(dst, src, n, kind, stream) : CU_NOT_INITIALIZED;
+}
+
+CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) {
+  if (cuda_on()) register_for_copy(src, n);
+  any_fn real = next(NEXT_cuMemcpyHtoD_v2);
+  return real ? ((htod_fn)real)(dst, src, n) : CU_NOT_INITIALIZED;
+}
+
+CUresult cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t n, void *stream) {
+  if (cuda_on()) register_for_copy(src, n);
+  any_fn real = next(NEXT_cuMemcpyHtoDAsync_v2);
+  return real ? ((htod_async_fn)real)(dst, src, n, stream) : CU_NOT_INITIALIZED;
+}
+
+CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) {
+  if (cuda_on()) register_for_copy(dst, n);
+  any_fn real = next(NEXT_cuMemcpyDtoH_v2);
+  return real ? ((dtoh_fn)real)(dst, src, n) : CU_NOT_INITIALIZED;
+}
+
+CUresult cuMemcpyDtoHAsync_v2(void *dst, uint64_t src, size_t n, void *stream) {
+  if (cuda_on()) register_for_copy(dst, n);
+  any_fn real = next(NEXT_cuMemcpyDtoHAsync_v2);
+  return real ? ((dtoh_async_fn)real)(dst, src, n, stream) : CU_NOT_INITIALIZED;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A FAKE CUDA runtime (libcudart.so), for tests/preload/cuda_plumbing.c
+ * only (see fake_libcuda.c): like the real runtime it reaches the driver by
+ * name, through the cuGetProcAddress_v2 it finds with dlsym on its own
+ * handle of libcuda.so.1, so the preload's exported cuMemHostRegister never
+ * sees these calls; only its cudaHostRegister can. */
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef int (*gpa_fn)(const char *, void **, int, uint64_t, int *);
+typedef int (*reg_fn)(void *, size_t, unsigned);
+typedef int (*unreg_fn)(void *);
+#define API __attribute__((visibility("default")))
+API int cudaHostRegister(void *p, size_t len, unsigned flags);
+API int cudaHostUnregister(void *p);
+API long fake_cudart_calls(void);
+API int cudaMemcpy(void *dst, const void *src, size_t n, int kind);
+API int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream);
+
+static long calls;
+
+static void *driver_entry(const char *name) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  void *sym = lib ? dlsym(lib, "cuGetProcAddress_v2") : NULL;
+  gpa_fn gpa;
+  memcpy(&gpa, &sym, sizeof(gpa));
+  void *fn = NULL;
+  int status = 0;
+  if (!gpa || gpa(name, &fn, 13000, 0, &status) != 0) return NULL;
+  return fn;
+}
+
+int cudaHostRegister(void *p, size_t len, unsigned flags) {
+  calls++;
+  void *fn = driver_entry("cuMemHostRegister");
+  reg_fn reg;
+  memcpy(&reg, &fn, sizeof(reg));
+  return reg ? reg(p, len, flags) : 3;
+}
+
+int cudaHostUnregister(void *p) {
+  calls++;
+  void *fn = driver_entry("cuMemHostUnregister");
+  unreg_fn unreg;
+  memcpy(&unreg, &fn, sizeof(unreg));
+  return unreg ? unreg(p) : 3;
+}
+
+long fake_cudart_calls(void) { return calls; }
+
+/* Copies move nothing here: the plumbing test counts registrations only. */
+int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
+  (void)dst, (void)src, (void)n;
+  calls++;
+  return kind >= 0 && kind <= 4 ? 0 : 21; /* cudaErrorInvalidMemcpyDirection */
+}
+
+int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream) {
+  (void)stream;
+  return cudaMemcpy(dst, src, n, kind);
+}
