@@ -203,7 +203,7 @@ int hugepool_registrar_hip(void) {
 /* Registers the whole mapping of the live block starting at ptr. */
 static int register_live(void *ptr, int id) {
   hp_block b;
-  if (!find_live(ptr, &b)) return EINVAL;
+  if (!live_find(ptr, &b)) return EINVAL;
   return registrar_ensure(b.addr, b.size, id);
 }
 
@@ -260,7 +260,7 @@ static bool find_holding(const void *p, hp_block *b) {
   const char *c = (const char *)p - (a & (HP_2M - 1));
   uint64_t mapped = __atomic_load_n(&hp_stats.bytes_mapped, __ATOMIC_RELAXED);
   for (uint64_t steps = mapped / HP_2M + 1; steps > 0 && mapped; steps--) {
-    if (find_live(c, b)) return a - (uintptr_t)b->addr < b->size;
+    if (live_find(c, b)) return a - (uintptr_t)b->addr < b->size;
     if ((uintptr_t)c < HP_2M) break;
     c -= HP_2M;
   }
