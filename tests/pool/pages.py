@@ -7,16 +7,19 @@ Rules it keeps:
     (Pool.restore(): the nodes' files first, then the pools').
  2. Setting keeps the pages others use: nr_hugepages becomes
     nr - (free - resv) + want, and the answer is what the kernel then
-    shows free and unreserved, never what was asked.
+    shows free and unreserved, never what was asked; a count that moved
+    meanwhile (a process freeing pages) is set again, TRIES times at most.
  3. No allocation rule here: callers under hugepool's preload are not this
     process (kv::PoolGuard starts it without LD_PRELOAD).
 """
 import glob
+import time
 
 from holder import say
 
 POOLS = "/sys/kernel/mm/hugepages"
 NODES = "/sys/devices/system/node"
+TRIES = 3
 
 
 def read_int(path):
@@ -59,13 +62,20 @@ def available(page_kb):
 
 def set_free(page_kb, want):
     """Resize the pool so that `want` pages are free and unreserved (pages
-    others use are kept); returns what the kernel gave."""
+    others use are kept); returns what the kernel gave.  A process that
+    ends meanwhile (one of the last holder's, exiting after it let the
+    lock go) frees its pages into the pool: set again, up to TRIES times."""
     nr = f"{page_dir(page_kb)}/nr_hugepages"
-    try:
-        write_int(nr, read_int(nr) - available(page_kb) + want)
-    except OSError:
-        pass  # the kernel gives fewer or none: the count below says so
-    return available(page_kb)
+    for _ in range(TRIES):
+        try:
+            write_int(nr, read_int(nr) - available(page_kb) + want)
+        except OSError:
+            pass  # the kernel gives fewer or none: the count below says so
+        got = available(page_kb)
+        if got == want:
+            break
+        time.sleep(0.05)
+    return got
 
 
 # ---- run and hold ---------------------------------------------------------
