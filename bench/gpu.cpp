@@ -4,7 +4,7 @@
 // a data loader's allocate/register/copy/free loop, and the targets a GPU
 // node must meet.  The CUDA driver is opened with dlopen("libcuda.so.1"):
 // this builds without CUDA, and exits 77 with "skip: REASON" where there is
-// no driver or no device.  bench/gpu-run drives it (and gpu-torch.py).
+// no driver or no device.  bench/suites/gpu drives it (and gpu-torch.py).
 //
 //   hugepool-bench-gpu all [--sizes 64M,1G] [--reps 7]   tables and targets
 //   hugepool-bench-gpu loop [--reps 9]   the 256 MB loop, plain calls (run it
@@ -216,7 +216,7 @@ void pinned_allocation(size_t size, int reps, int cuda_id) {
     t0 = now_ms();
     void *q = hugepool_alloc_registered(size, cuda_id);
     first.push_back(per_gb(now_ms() - t0, size));
-    if (!q) skip("hugepool_alloc_registered failed: is the pool large enough? (bench/gpu-run sets it)");
+    if (!q) skip("hugepool_alloc_registered failed: is the pool large enough? (bench/run gpu sets it)");
     hugepool_free(q);
     t0 = now_ms();
     q = hugepool_alloc_registered(size, cuda_id);
@@ -396,7 +396,7 @@ int main(int argc, char **argv) {
     if (std::strcmp(argv[i], "--reps") == 0) reps = std::max(1, std::atoi(argv[i + 1]));
   }
   open_driver();
-  if (mode == "probe") {  // a driver and a device: bench/gpu-run goes on
+  if (mode == "probe") {  // a driver and a device: the gpu suite goes on
     std::printf("a CUDA driver with a device\n");
     return 0;
   }

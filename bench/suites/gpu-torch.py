@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""PyTorch's pinned host memory with and without hugepool (bench/gpu-run).
+"""PyTorch's pinned host memory with and without hugepool (bench/suites/gpu).
 
     gpu-torch.py HUGEPOOL_RUN
 
