@@ -4,7 +4,7 @@
 #   libhugepool0         the shared library                          (component lib)
 #   libhugepool-dev      headers, static library, CMake/pkg-config, man 3 (dev)
 #   libhugepool-mpi0     libhugepool_mpi.so.0                        (mpi)
-#   libhugepool-mpi-dev  mpi.h, mpi.hpp, its link, CMake targets and pkg-config file (mpidev)
+#   libhugepool-mpi-dev  mpi.h, mpi.hpp, its link, CMake targets, pkg-config file, hugepool_mpi(3) (mpidev)
 #   hugepool-tools       hugepool, hugepool-stats, hugepool-run + the interposers, the demo, man 1 (tools)
 #   hugepool-helper      hugepool-reserve, setgid by its postinst, reserve.conf (conffile), man 8 (helper)
 #   hugepool-slurm       the SPANK plugin and its plugstack.conf.d snippet (conffile)  (slurm)

@@ -69,6 +69,18 @@ def main():
         if all(os.path.islink(os.path.join(links, f + ".3.gz")) for f in funcs) else sorted(funcs)
     check(funcs and not bad, f"each function's page name links to hugepool.3.gz ({len(funcs)}; wrong: {bad[:5]})")
 
+    mpi_header = open(os.path.join(SRC, "include/hugepool/mpi.h")).read()
+    mpi_funcs = set(re.findall(r"^HUGEPOOL_API\b.*?\b(hugepool_mpi_\w+)\(", mpi_header, re.M))
+    page_mpi = open(os.path.join(MAN, "hugepool_mpi.3")).read()
+    mpi_synopsis = re.search(r"^\.SH SYNOPSIS\n(.*?)(?=^\.SH )", page_mpi, re.S | re.M).group(1)
+    mpi_documented = set(re.findall(r"\b(hugepool_mpi_\w+)\(", mpi_synopsis))
+    check(mpi_funcs and mpi_funcs == mpi_documented, "hugepool_mpi(3) lists every public function of mpi.h"
+          + ("" if mpi_funcs == mpi_documented else f" (missing: {sorted(mpi_funcs - mpi_documented)})"))
+    mpi_links = [f for f in sorted(mpi_funcs) if os.path.islink(os.path.join(links, f + ".3.gz"))
+                 and os.readlink(os.path.join(links, f + ".3.gz")) == "hugepool_mpi.3.gz"]
+    check(mpi_funcs and mpi_links == sorted(mpi_funcs), f"each MPI function's page name links to hugepool_mpi.3.gz "
+          f"({len(mpi_links)} of {len(mpi_funcs)})")
+
     table = os.path.join(SRC, "lib/option-table.c")
     options = open(table if os.path.exists(table) else os.path.join(SRC, "lib/options.c")).read()
     env = set(re.findall(r'\("(HUGEPOOL_[A-Z_]+)"|\{"(HUGEPOOL_[A-Z_]+)"', options))
