@@ -68,6 +68,11 @@ void *hugepool_realloc(void *ptr, size_t bytes) {
   return realloc_resize(ptr, bytes);
 }
 
+bool hp_realloc_same_pages(void *ptr, size_t bytes) {
+  hp_ensure_init();
+  return bytes && realloc_same_pages(ptr, bytes);
+}
+
 /* The live block at ptr: this thread's own handed-out blocks first (no
  * shared lock), then the registry, asking a thread cache about its entries. */
 static const hp_block *find_live(const void *ptr, hp_block *copy) {

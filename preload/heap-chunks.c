@@ -57,6 +57,7 @@ static chunk *chunks; /* chunk_lock; sorted by address: lowest first fit */
 static _Atomic(uint64_t) *owner_bits;
 static _Atomic uint64_t n_live, n_peak, n_returned, n_short, pages_used;
 static __thread int in_hook __attribute__((tls_model("initial-exec")));
+atomic_bool hc_grown;
 
 bool hc_in_hook(void) { return in_hook != 0; }
 
@@ -162,6 +163,7 @@ static chunk *new_chunk(void) {
   uint64_t live = atomic_fetch_add_explicit(&n_live, 1, memory_order_relaxed) + 1;
   if (live > atomic_load_explicit(&n_peak, memory_order_relaxed))
     atomic_store_explicit(&n_peak, live, memory_order_relaxed);
+  if (live == HC_GROWN_CHUNKS) atomic_store_explicit(&hc_grown, true, memory_order_relaxed);
   return c;
 }
 
@@ -282,8 +284,6 @@ extent_hooks_t *hc_init(void) {
   pthread_atfork(lock_prepare, unlock_parent, unlock_child);
   return &hooks;
 }
-
-uint64_t hc_chunks_peak(void) { return atomic_load_explicit(&n_peak, memory_order_relaxed); }
 
 void hc_stats(hc_counters *out) {
   out->chunks = atomic_load_explicit(&n_live, memory_order_relaxed);

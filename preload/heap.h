@@ -22,8 +22,11 @@ typedef struct hc_counters {
   uint64_t chunks, chunks_peak, chunks_returned, shortages, bytes_in_extents;
 } hc_counters;
 HPL_HIDDEN void hc_stats(hc_counters *out);
-/* The most chunks the heap has held at once.  Lock-free. */
-HPL_HIDDEN uint64_t hc_chunks_peak(void);
+/* Set (for good) when the heap first holds HC_GROWN_CHUNKS chunks: then
+ * small-heap.c starts jemalloc's background thread.  One relaxed load per
+ * malloc reads it. */
+#define HC_GROWN_CHUNKS 8
+extern HPL_HIDDEN atomic_bool hc_grown;
 
 /* ---- small-heap.c: what the private jemalloc calls instead of libc ------- */
 HPL_HIDDEN char *hpl_je_secure_getenv(const char *name);
