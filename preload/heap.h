@@ -16,6 +16,13 @@
 HPL_HIDDEN extent_hooks_t *hc_init(void);
 /* Is ptr inside a live chunk?  Lock-free. */
 HPL_HIDDEN bool hc_owns(const void *ptr);
+/* True while the pool is short and the heap does not ask it for a chunk
+ * (a millisecond after a refusal, and the thread's next 63 requests): a
+ * request jemalloc could not serve from its thread cache would go down its
+ * slab path only to learn that (1,800 instructions a call, measured), so
+ * callers send small requests to glibc meanwhile.  Lock-free; reads the
+ * clock only while short, once every 64 requests of a thread. */
+HPL_HIDDEN bool hc_short(void);
 /* True while this thread runs one of the hooks. */
 HPL_HIDDEN bool hc_in_hook(void);
 typedef struct hc_counters {

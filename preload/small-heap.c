@@ -121,14 +121,21 @@ int sh_init(void) {
 
 bool sh_reentered(void) { return hc_in_hook(); }
 
+/* The arena flags for a request the heap may take, or 0: the pool is short
+ * (heap.h: hc_short) or the thread could not be bound; glibc serves it. */
+static int flags_if_serving(void) {
+  if (hc_short()) return 0;
+  return flags_of_thread();
+}
+
 void *sh_malloc(size_t size, bool zero) {
   start_background_if_grown();
-  if (HPL_UNLIKELY(flags_of_thread() == 0)) return NULL; /* not bound: glibc serves it */
+  if (HPL_UNLIKELY(flags_if_serving() == 0)) return NULL;
   return zero ? hpje_calloc(1, size ? size : 1) : hpje_malloc(size ? size : 1);
 }
 
 void *sh_memalign(size_t alignment, size_t size) {
-  int flags = flags_of_thread();
+  int flags = flags_if_serving();
   if (HPL_UNLIKELY(flags == 0)) return NULL;
   return hpje_mallocx(size ? size : 1, flags | MALLOCX_ALIGN(alignment));
 }
@@ -144,7 +151,7 @@ void *sh_realloc(void *ptr, size_t size) {
    * thread-cache event at every step. */
   size_t usable = hpje_sallocx(ptr, 0);
   if (size <= usable && hpje_nallocx(size, 0) == usable) return ptr;
-  int flags = flags_of_thread();
+  int flags = flags_if_serving();
   if (HPL_UNLIKELY(flags == 0)) return NULL;
   if (size > SMALL_CLASSES_MAX || usable > SMALL_CLASSES_MAX) return hpje_rallocx(ptr, size, flags);
   /* Between small classes jemalloc's realloc too takes a new block and

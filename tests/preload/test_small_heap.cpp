@@ -21,8 +21,8 @@
 static constexpr size_t MiB = size_t(1) << 20;
 
 // The process may have started with an empty pool (the small heap then
-// serves from glibc and looks at the pool again at most once a millisecond).
-static void pool_reserved_now() { usleep(3000); }
+// serves from glibc for a while: preload_test.hpp).
+static void pool_reserved_now() { pl::small_heap_sees_pool(); }
 
 TEST_CASE("small heap: small objects live on hugetlb pages, densely", "[smallheap]") {
   kv::PoolGuard pool(16);
@@ -194,6 +194,15 @@ TEST_CASE("small heap: an empty pool leaves small requests with glibc", "[smallh
   bool ok = true;
   for (int i = 0; i < 5000; i++) ok &= pl::check(objs[size_t(i)], 4000, unsigned(i));
   CHECK(ok);
+  /* Pages reserved later are used: the heap asks again a millisecond after
+   * its last refusal (and this thread's next 63 requests). */
+  pool.set_free(16);
+  pl::small_heap_sees_pool();
+  void *later = malloc(4000);
+  pl::fill(later, 4000, 1);
+  CHECK(pl::on_hugetlb(later));
+  CHECK(pl::counter("small heap: 2 MB chunks") > chunks);
+  free(later);
   for (void *p : objs) free(p);
 }
 
