@@ -155,8 +155,9 @@ void *sh_realloc(void *ptr, size_t size) {
   if (HPL_UNLIKELY(flags == 0)) return NULL;
   if (size > SMALL_CLASSES_MAX || usable > SMALL_CLASSES_MAX) return hpje_rallocx(ptr, size, flags);
   /* Between small classes jemalloc's realloc too takes a new block and
-   * copies, through its general path (460 instructions a call measured,
-   * glibc's realloc 335): the fast paths of malloc and free do it in 100. */
+   * copies, through its general path (sqlite3 growing its values: 518
+   * instructions a call, glibc's realloc 335): the fast paths of malloc
+   * and free do it, copy included, in 166. */
   void *fresh = hpje_malloc(size);
   if (!fresh) return NULL;
   memcpy(fresh, ptr, usable < size ? usable : size);
