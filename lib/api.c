@@ -72,6 +72,11 @@ void *hugepool_realloc(void *ptr, size_t bytes) {
   return realloc_resize(ptr, bytes);
 }
 
+bool hp_realloc_same_pages(void *ptr, size_t bytes) {
+  hp_ensure_init();
+  return bytes && realloc_same_pages(ptr, bytes);
+}
+
 size_t hugepool_usable_size(const void *ptr) {
   hp_block b;
   return live_find(ptr, &b) ? b.size : 0;

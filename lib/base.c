@@ -17,6 +17,7 @@
 
 pthread_mutex_t hp_lock = PTHREAD_MUTEX_INITIALIZER;
 hugepool_stats hp_stats;
+static _Atomic uint64_t requested_moved;
 
 void stats_mapped(size_t bytes) {
   hp_stats.maps++;
@@ -28,6 +29,10 @@ void stats_unmapped(size_t bytes) {
   hp_stats.unmaps++;
   hp_stats.bytes_mapped -= bytes;
 }
+
+void stats_requested_moved(uint64_t bytes) { atomic_fetch_add_explicit(&requested_moved, bytes, memory_order_relaxed); }
+
+uint64_t stats_requested_moved_total(void) { return atomic_load_explicit(&requested_moved, memory_order_relaxed); }
 
 /* ---- settings ------------------------------------------------------------- */
 

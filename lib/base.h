@@ -71,6 +71,12 @@ HP_INTERNAL void hp_report_shortage(size_t size, size_t page, int node);
 HP_INTERNAL void hp_describe_shortage(char *buf, size_t len, size_t size, size_t page, int node);
 /* The counters hp_lock guards (stats_snapshot() adds the caches'). */
 extern HP_INTERNAL hugepool_stats hp_stats;
+/* Bytes that resizes within a block's pages (realloc.c) moved from
+ * bytes_slack to bytes_requested, modulo 2^64: counted under the block's
+ * registry stripe lock instead of hp_lock (fork holds both), lock-free,
+ * and added to the counters by stats_snapshot(). */
+HP_INTERNAL void stats_requested_moved(uint64_t bytes);
+HP_INTERNAL uint64_t stats_requested_moved_total(void);
 HP_INTERNAL void stats_mapped(size_t bytes);
 HP_INTERNAL void stats_unmapped(size_t bytes);
 

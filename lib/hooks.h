@@ -39,6 +39,11 @@ HP_INTERNAL void hp_free_to_pool(void *ptr);
  * nothing (false, no warning): one lookup where hugepool_owns() and then
  * hugepool_free() make two (the preload's free of a 2 MB-aligned pointer). */
 HP_INTERNAL bool hp_free_if_live(void *ptr);
+/* hugepool_realloc() of ptr when it is a live buffer and `bytes` needs the
+ * pages it has (true: ptr stays the buffer, errno kept), else nothing
+ * (false, no warning): the step of a buffer grown a little at a time, in
+ * one registry visit where hugepool_owns() and hugepool_realloc() make three. */
+HP_INTERNAL bool hp_realloc_same_pages(void *ptr, size_t bytes);
 /* What the preload tells the core, once: hp_embed() (embed.h, included above). */
 
 /* "2 MB hugetlb pages: need N pages, F free of T; as root: echo N > ...

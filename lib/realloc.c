@@ -24,7 +24,13 @@
  *     concurrent free or resize of the same pointer (a program error) is
  *     refused instead of acting on a half-moved mapping; fork() waits for
  *     resizes in flight, so no child inherits a half-moved buffer.
- *  5. A shortage the cache's pages could cover evicts them and tries once
+ *  5. A resize that keeps the block's pages (the common step of a buffer
+ *     grown a few bytes at a time) changes no mapping: it records the new
+ *     requested size in one visit to the block's registry entry (its
+ *     statistics: stats_requested_moved(), under the same stripe lock, which
+ *     fork() holds too), and nothing more: no hp_lock, no resize mark, no
+ *     resize lock, no second visit.
+ *  6. A shortage the cache's pages could cover evicts them and tries once
  *     more.  Then, with policy strict, the answer is NULL / ENOMEM and the old
  *     buffer is untouched; with policy thp or small the contents are copied
  *     into a new (fallback) buffer, as the policy allows for any allocation.
@@ -45,6 +51,7 @@
 #include "embed.h"
 #include "live.h"
 #include "registrar.h"
+#include "registry.h"
 #include "release.h"
 #include "share.h"
 #include "split.h"
@@ -231,6 +238,27 @@ static void *grow_by_copy(void *ptr, size_t old_size, size_t bytes) {
   return to;
 }
 
+/* ---- the same pages: rule 5 ---------------------------------------------- */
+
+/* Under the block's stripe lock: a block being resized is left to the
+ * slow path (which refuses it), as is one whose page count would change. */
+static int record_same_pages(hp_block *b, void *arg) {
+  size_t bytes = *(const size_t *)arg;
+  if (b->resizing || round_up(bytes, unit_of(b->kind)) != b->size) return -1;
+  /* The same size: what the block asks for moves from slack to requested. */
+  stats_requested_moved((uint64_t)bytes - b->requested);
+  b->requested = bytes;
+  return 0;
+}
+
+bool realloc_same_pages(void *ptr, size_t bytes) {
+  int saved = errno;
+  hp_block copy;
+  bool done = registry_update(ptr, record_same_pages, &bytes, &copy) == 0;
+  errno = saved; /* a pointer that is not a plain live block set it */
+  return done;
+}
+
 void *realloc_resize(void *ptr, size_t bytes) {
   if (!ptr) {
     bool fresh;
@@ -240,6 +268,7 @@ void *realloc_resize(void *ptr, size_t bytes) {
     (void)alloc_free(ptr, true, false);
     return NULL;
   }
+  if (realloc_same_pages(ptr, bytes)) return ptr;
   pthread_once(&resize_once, init_once);
   int saved = errno;
   pthread_rwlock_rdlock(&resize_lock);

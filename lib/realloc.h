@@ -14,6 +14,12 @@ extern "C" {
 
 /* hugepool_realloc(ptr, bytes), as include/hugepool/hugepool.h says. */
 HP_INTERNAL void *realloc_resize(void *ptr, size_t bytes);
+/* The part of it that keeps ptr's pages: records `bytes` as the block's
+ * requested size and returns true; false, with nothing done and errno kept,
+ * if ptr is not a plain live block, is being resized, or would change its
+ * page count (realloc_resize is the way then).  Takes the block's
+ * registry stripe lock alone. */
+HP_INTERNAL bool realloc_same_pages(void *ptr, size_t bytes);
 
 #ifdef __cplusplus
 }

@@ -57,6 +57,7 @@ static chunk *chunks; /* chunk_lock; sorted by address: lowest first fit */
 static _Atomic(uint64_t) *owner_bits;
 static _Atomic uint64_t n_live, n_peak, n_returned, n_short, pages_used;
 static __thread int in_hook __attribute__((tls_model("initial-exec")));
+atomic_bool hc_grown;
 
 bool hc_in_hook(void) { return in_hook != 0; }
 
@@ -127,26 +128,55 @@ static uint64_t now_ns(void) {
  * reserved later are used within a millisecond. */
 #define RETRY_NS 1000000u
 
+/* The time before which no chunk is asked for, after a refusal; 0 once it
+ * has passed (the first hc_short() to see it so clears it) or a chunk was
+ * had.  Stored under chunk_lock. */
+static _Atomic uint64_t short_until;
+static bool pool_was_short; /* chunk_lock: the last chunk asked for was refused */
+
+/* While short, a thread reads the clock once every SHORT_SKIP + 1 of its
+ * requests, not at each: a clock read (60 ns on this project's VM, under
+ * load) cost more than the glibc malloc that serves the request.  So the
+ * heap is used again a millisecond after a refusal, or after the thread's
+ * next SHORT_SKIP requests, whichever is later. */
+#define SHORT_SKIP 63
+static __thread unsigned short_skip __attribute__((tls_model("initial-exec")));
+
+bool hc_short(void) {
+  uint64_t until = atomic_load_explicit(&short_until, memory_order_relaxed);
+  if (HPL_LIKELY(until == 0)) return false;
+  if (short_skip > 0) {
+    short_skip--;
+    return true;
+  }
+  short_skip = SHORT_SKIP;
+  if (now_ns() < until) return true;
+  atomic_compare_exchange_strong_explicit(&short_until, &until, 0, memory_order_relaxed, memory_order_relaxed);
+  return false;
+}
+
+static chunk *refused(uint64_t now) {
+  pool_was_short = true;
+  atomic_store_explicit(&short_until, now + RETRY_NS, memory_order_relaxed);
+  return NULL;
+}
+
 /* The caller holds chunk_lock. */
 static chunk *new_chunk(void) {
-  static uint64_t retry_at; /* 0: no shortage seen */
-  if (retry_at) {
-    uint64_t now = now_ns();
-    if (now < retry_at) return NULL;
-    if (hugepool_pool_free_pages(HUGEPOOL_ANY_NODE) <= 0) {
-      retry_at = now + RETRY_NS;
-      return NULL;
-    }
+  if (pool_was_short) {
+    uint64_t now = now_ns(), until = atomic_load_explicit(&short_until, memory_order_relaxed);
+    if (until && now < until) return NULL;
+    if (hugepool_pool_free_pages(HUGEPOOL_ANY_NODE) <= 0) return refused(now);
   }
   bool fresh = false; /* newly mapped: zero; else a cached buffer with a program's old bytes */
   chunk *c = hp_allocate(HPL_2M, HUGEPOOL_ANY_NODE, &fresh);
   if (!c || hugepool_kind_of(c) != HUGEPOOL_KIND_HUGE_2M) {
     if (c) hp_free_to_pool(c); /* a THP / 4 KB fallback (HUGEPOOL_POLICY=thp|small): not for us */
     atomic_fetch_add_explicit(&n_short, 1, memory_order_relaxed);
-    retry_at = now_ns() + RETRY_NS;
-    return NULL;
+    return refused(now_ns());
   }
-  retry_at = 0;
+  pool_was_short = false;
+  atomic_store_explicit(&short_until, 0, memory_order_relaxed);
   memset(c, 0, sizeof(*c));
   if (!fresh) memset(c->written, 0xff, sizeof(c->written)); /* jemalloc must not take these pages for zero */
   c->used[0] = 1;                                           /* page 0: this map */
@@ -162,6 +192,7 @@ static chunk *new_chunk(void) {
   uint64_t live = atomic_fetch_add_explicit(&n_live, 1, memory_order_relaxed) + 1;
   if (live > atomic_load_explicit(&n_peak, memory_order_relaxed))
     atomic_store_explicit(&n_peak, live, memory_order_relaxed);
+  if (live == HC_GROWN_CHUNKS) atomic_store_explicit(&hc_grown, true, memory_order_relaxed);
   return c;
 }
 
@@ -282,8 +313,6 @@ extent_hooks_t *hc_init(void) {
   pthread_atfork(lock_prepare, unlock_parent, unlock_child);
   return &hooks;
 }
-
-uint64_t hc_chunks_peak(void) { return atomic_load_explicit(&n_peak, memory_order_relaxed); }
 
 void hc_stats(hc_counters *out) {
   out->chunks = atomic_load_explicit(&n_live, memory_order_relaxed);

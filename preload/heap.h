@@ -16,14 +16,24 @@
 HPL_HIDDEN extent_hooks_t *hc_init(void);
 /* Is ptr inside a live chunk?  Lock-free. */
 HPL_HIDDEN bool hc_owns(const void *ptr);
+/* True while the pool is short and the heap does not ask it for a chunk
+ * (a millisecond after a refusal, and the thread's next 63 requests): a
+ * request jemalloc could not serve from its thread cache would go down its
+ * slab path only to learn that (1,800 instructions a call, measured), so
+ * callers send small requests to glibc meanwhile.  Lock-free; reads the
+ * clock only while short, once every 64 requests of a thread. */
+HPL_HIDDEN bool hc_short(void);
 /* True while this thread runs one of the hooks. */
 HPL_HIDDEN bool hc_in_hook(void);
 typedef struct hc_counters {
   uint64_t chunks, chunks_peak, chunks_returned, shortages, bytes_in_extents;
 } hc_counters;
 HPL_HIDDEN void hc_stats(hc_counters *out);
-/* The most chunks the heap has held at once.  Lock-free. */
-HPL_HIDDEN uint64_t hc_chunks_peak(void);
+/* Set (for good) when the heap first holds HC_GROWN_CHUNKS chunks: then
+ * small-heap.c starts jemalloc's background thread.  One relaxed load per
+ * malloc reads it. */
+#define HC_GROWN_CHUNKS 8
+extern HPL_HIDDEN atomic_bool hc_grown;
 
 /* ---- small-heap.c: what the private jemalloc calls instead of libc ------- */
 HPL_HIDDEN char *hpl_je_secure_getenv(const char *name);

@@ -323,8 +323,12 @@ void *hpl_realloc(void *ptr, size_t size) {
     hpl_free_slow(ptr);
     return NULL;
   }
-  origin from = origin_of(ptr);
   bool want_huge = ready() && size >= atomic_load_explicit(&hpl_threshold, memory_order_relaxed);
+  /* A hugepool buffer grown (or shrunk) within its pages, the step a string
+   * appended to a few bytes at a time takes a million times: one registry
+   * visit, where finding its origin and then resizing it made three. */
+  if (want_huge && ((uintptr_t)ptr & (HPL_2M - 1)) == 0 && hp_realloc_same_pages(ptr, size)) return ptr;
+  origin from = origin_of(ptr);
   size_t old;
   switch (from) {
     case FROM_GLIBC:

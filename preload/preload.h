@@ -19,6 +19,7 @@
 
 #define HPL_HIDDEN __attribute__((visibility("hidden")))
 #define HPL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define HPL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define HPL_2M ((uintptr_t)2 << 20)
 
 /* glibc's own entry points: exported by libc.so.6, so reaching them needs no

@@ -26,8 +26,11 @@
 #include "hooks.h"
 
 /* The private jemalloc's entry points (cmake/jemalloc-private.cmake). */
+void *hpje_malloc(size_t size);
+void *hpje_calloc(size_t count, size_t size);
 void *hpje_mallocx(size_t size, int flags);
 void *hpje_rallocx(void *ptr, size_t size, int flags);
+size_t hpje_nallocx(size_t size, int flags);
 void hpje_free(void *ptr);
 size_t hpje_sallocx(const void *ptr, int flags);
 int hpje_mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
@@ -38,7 +41,7 @@ int hpje_mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size
  * back (dalloc) after its decay instead of keeping them; muzzy_decay_ms:0
  * so that dirty extents go straight to dalloc; one background thread
  * purges after dirty_decay_ms even when the program makes no more calls
- * (started once the heap holds BACKGROUND_CHUNKS chunks, see below);
+ * (started once the heap holds HC_GROWN_CHUNKS chunks, see below);
  * tcache_max:65536: thread caches up to 64 KB, not 32 KB (jemalloc's large
  * path, above it, costs a lock and an extent lookup per call; measured in
  * bench/RESULTS.md section 11); lg_extent_max_active_fit:10: a free extent
@@ -53,15 +56,16 @@ const char *hpje_malloc_conf =
  * (with the rest of jemalloc's start, 1 ms of CPU per exec: a make -j2 or a
  * compiler driver runs hundreds of short processes, /bin/true 2-3x plain).
  * A heap of a few chunks has little to give back, so the thread starts only
- * once the heap has held this many chunks (16 MB); a program that frees a
- * larger heap and goes idle still has it back in the pool after the decay. */
-#define BACKGROUND_CHUNKS 8
+ * once the heap has held HC_GROWN_CHUNKS chunks (16 MB); a program that
+ * frees a larger heap and goes idle still has it back in the pool after the
+ * decay.  The chunks' hook sets hc_grown; a malloc call, outside jemalloc
+ * (its locks free), starts the thread, once. */
 static atomic_bool background_on;
 
 static void start_background_if_grown(void) {
-  if (HPL_LIKELY(atomic_load_explicit(&background_on, memory_order_relaxed))) return;
-  if (hc_chunks_peak() < BACKGROUND_CHUNKS || atomic_exchange(&background_on, true)) return;
-  bool on = true; /* from a malloc call, outside jemalloc: its locks are free */
+  if (HPL_LIKELY(!atomic_load_explicit(&hc_grown, memory_order_relaxed))) return;
+  if (atomic_load_explicit(&background_on, memory_order_relaxed) || atomic_exchange(&background_on, true)) return;
+  bool on = true;
   (void)hpje_mallctl("background_thread", NULL, NULL, &on, sizeof(on));
 }
 
@@ -71,11 +75,20 @@ static unsigned n_arenas;
 static atomic_uint next_arena;
 static __thread int arena_flags __attribute__((tls_model("initial-exec"))); /* 0: not bound yet */
 
+/* A thread is bound to one of the heap's arenas before its first request:
+ * jemalloc's own association (thread.arena) lets plain malloc, calloc and
+ * realloc take jemalloc's fast path (a thread-cache pop for most requests,
+ * a quarter of mallocx's instructions, whose flags send every call down its
+ * general path), and the flags name the same arena where flags are needed.
+ * A thread never bound would be served by jemalloc's automatic arena, whose
+ * memory is not on hugetlb chunks: hence the check on every call. */
 static int flags_of_thread(void) {
   int f = arena_flags;
   if (HPL_LIKELY(f != 0)) return f;
   unsigned i = atomic_fetch_add_explicit(&next_arena, 1, memory_order_relaxed) % n_arenas;
-  f = MALLOCX_ARENA(arenas[i]);
+  unsigned ind = arenas[i];
+  if (hpje_mallctl("thread.arena", NULL, NULL, &ind, sizeof(ind)) != 0) return 0;
+  f = MALLOCX_ARENA(ind);
   arena_flags = f;
   return f;
 }
@@ -108,16 +121,49 @@ int sh_init(void) {
 
 bool sh_reentered(void) { return hc_in_hook(); }
 
+/* The arena flags for a request the heap may take, or 0: the pool is short
+ * (heap.h: hc_short) or the thread could not be bound; glibc serves it. */
+static int flags_if_serving(void) {
+  if (hc_short()) return 0;
+  return flags_of_thread();
+}
+
 void *sh_malloc(size_t size, bool zero) {
   start_background_if_grown();
-  return hpje_mallocx(size ? size : 1, flags_of_thread() | (zero ? MALLOCX_ZERO : 0));
+  if (HPL_UNLIKELY(flags_if_serving() == 0)) return NULL;
+  return zero ? hpje_calloc(1, size ? size : 1) : hpje_malloc(size ? size : 1);
 }
 
 void *sh_memalign(size_t alignment, size_t size) {
-  return hpje_mallocx(size ? size : 1, flags_of_thread() | MALLOCX_ALIGN(alignment));
+  int flags = flags_if_serving();
+  if (HPL_UNLIKELY(flags == 0)) return NULL;
+  return hpje_mallocx(size ? size : 1, flags | MALLOCX_ALIGN(alignment));
 }
 
-void *sh_realloc(void *ptr, size_t size) { return hpje_rallocx(ptr, size, flags_of_thread()); }
+/* Below this both sides are jemalloc small size classes (slabs: a block
+ * never grows in place there) that its malloc fast path serves. */
+#define SMALL_CLASSES_MAX ((size_t)4096)
+
+void *sh_realloc(void *ptr, size_t size) {
+  /* A size of the block's own class keeps the block, as jemalloc would, but
+   * without its realloc's bookkeeping, which counts the whole new size as
+   * allocated: a string grown a few bytes at a time past 64 KB set off a
+   * thread-cache event at every step. */
+  size_t usable = hpje_sallocx(ptr, 0);
+  if (size <= usable && hpje_nallocx(size, 0) == usable) return ptr;
+  int flags = flags_if_serving();
+  if (HPL_UNLIKELY(flags == 0)) return NULL;
+  if (size > SMALL_CLASSES_MAX || usable > SMALL_CLASSES_MAX) return hpje_rallocx(ptr, size, flags);
+  /* Between small classes jemalloc's realloc too takes a new block and
+   * copies, through its general path (sqlite3 growing its values: 518
+   * instructions a call, glibc's realloc 335): the fast paths of malloc
+   * and free do it, copy included, in 166. */
+  void *fresh = hpje_malloc(size);
+  if (!fresh) return NULL;
+  memcpy(fresh, ptr, usable < size ? usable : size);
+  hpje_free(ptr);
+  return fresh;
+}
 
 void sh_free(void *ptr) { hpje_free(ptr); /* jemalloc finds the arena from the pointer */ }
 

@@ -245,12 +245,81 @@ TEST_CASE("a buffer being resized cannot be freed or resized by another call", "
     errno = 0;
     CHECK(hugepool_realloc(p, 8 * MiB) == nullptr);
     CHECK(errno == EBUSY);
+    errno = 0;
+    CHECK(hugepool_realloc(p, MiB) == nullptr);  // the same pages: refused as well
+    CHECK(errno == EBUSY);
   }
   live_end_resize(&b, &b);  // kept in place: no statistics change
   void *q = hugepool_realloc(p, 8 * MiB);
   REQUIRE(q != nullptr);
   hugepool_free(q);
   hugepool_trim();
+}
+
+// A string appended to a few bytes at a time: a realloc that keeps the
+// block's pages takes the short path (one registry visit); it must change no
+// mapping and keep the statistics exact, with threads doing it at once, and
+// also for a block a thread cache handed out (whose registry entry is the
+// cache's until a resize detaches it).
+TEST_CASE("realloc within a buffer's pages maps nothing and keeps the statistics exact, in 4 threads",
+          "[realloc][threads]") {
+  constexpr int kThreads = 4;
+  kv::PoolGuard pool(4 * kThreads);
+  fresh_state();
+  const hugepool_stats st0 = stats();
+  const long long kb0 = kv::self_hugetlb_kb();
+  std::vector<char *> bufs(kThreads);
+  std::vector<size_t> last(kThreads);
+  std::atomic<int> moved{0}, lost{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; t++) {
+    threads.emplace_back([&, t] {
+      char *p = static_cast<char *>(hugepool_alloc(3 * MiB));
+      if (t % 2) {  // from this thread's cache: freed, then taken again
+        hugepool_free(p);
+        p = static_cast<char *>(hugepool_alloc(3 * MiB));
+      }
+      if (!p) {
+        lost++;
+        return;
+      }
+      size_t size = 3 * MiB;
+      std::memset(p, 'a' + t, size);
+      const uint64_t frame = frame_of(p);
+      for (size_t want = size + 4099; want <= 4 * MiB; want += 4099) {  // grows within its 2 pages
+        if (hugepool_realloc(p, want) != p) moved++;
+        std::memset(p + size, 'a' + t, want - size);
+        size = want;
+      }
+      for (size_t want = size; want > 2 * MiB; want -= 65537) {  // and shrinks within them
+        if (hugepool_realloc(p, want) != p) moved++;
+        size = want;
+      }
+      for (size_t at = 0; at < size; at += 4096)
+        if (p[at] != 'a' + t) lost++;
+      if (frame_of(p) != frame) moved++;
+      bufs[t] = p;
+      last[t] = size;
+    });
+  }
+  for (auto &th : threads) th.join();
+  CHECK(moved == 0);
+  CHECK(lost == 0);
+  const hugepool_stats st1 = stats();
+  CHECK(st1.maps - st0.maps == kThreads * 1);  // one mapping of 2 pages each, nothing since
+  CHECK(st1.realloc_grows == st0.realloc_grows);
+  CHECK(st1.realloc_shrinks == st0.realloc_shrinks);
+  size_t asked = 0;
+  for (size_t n : last) asked += n;
+  CHECK(st1.bytes_requested - st0.bytes_requested == asked);
+  CHECK(st1.bytes_slack - st0.bytes_slack == kThreads * 4 * MiB - asked);
+  CHECK(kv::self_hugetlb_kb() - kb0 == kThreads * 2 * 2048);
+  for (char *p : bufs) hugepool_free(p);
+  const hugepool_stats st2 = stats();
+  CHECK(st2.bytes_requested == st0.bytes_requested);
+  CHECK(st2.bytes_slack == st0.bytes_slack);
+  hugepool_trim();
+  CHECK(kv::self_hugetlb_kb() == kb0);
 }
 
 // Legal: one thread grows and shrinks its buffer while others allocate, free

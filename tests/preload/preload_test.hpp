@@ -53,6 +53,17 @@ inline bool on_hugetlb(const void *p) {
   return e.found && e.field("KernelPageSize") == 2048 && e.field("Private_Hugetlb") > 0;
 }
 
+// After the pool was resized: the small heap asks the pool again a
+// millisecond after a refusal and after the thread's next 63 requests
+// (which glibc serves), so this waits and makes them.
+inline void small_heap_sees_pool() {
+  usleep(3000);
+  for (int i = 0; i < 64; i++) {
+    void *volatile p = malloc(16);
+    free(p);
+  }
+}
+
 inline bool aligned(const void *p, size_t a) { return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0; }
 
 inline void fill(void *p, size_t n, unsigned seed) {

@@ -45,7 +45,7 @@ const size_t kSizes[] = {24, 1000, 200 << 10, 3 * MiB, 64 * MiB + 5};
 
 TEST_CASE("RTLD_DEEPBIND library and program free each other's pointers", "[default][smallheap][plain]") {
   kv::PoolGuard pool(80);
-  usleep(3000); /* the small heap looks at the pool again at most once a millisecond */
+  pl::small_heap_sees_pool();
   deepbind_lib lib;
   unsigned seed = 1;
   for (size_t n : kSizes) {
@@ -84,7 +84,7 @@ TEST_CASE("RTLD_DEEPBIND library and program free each other's pointers", "[defa
 TEST_CASE("pointers from glibc's own malloc are freed, resized and sized by the preload's entry points",
           "[default][smallheap][plain]") {
   kv::PoolGuard pool(40);
-  usleep(3000);
+  pl::small_heap_sees_pool();
   deepbind_lib lib;
   unsigned seed = 50;
   for (size_t n : kSizes) {

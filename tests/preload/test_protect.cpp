@@ -215,7 +215,7 @@ TEST_CASE("a buffer with a split page: realloc keeps every byte, free and trim g
 
 TEST_CASE("a guard page in a small-heap object (valloc'd) works as under glibc", "[smallheap][plain]") {
   kv::PoolGuard pool(16);
-  usleep(3000);
+  pl::small_heap_sees_pool();
   std::vector<unsigned char *> objs;
   for (int i = 0; i < 4; i++) {
     void *p = nullptr;

@@ -63,6 +63,50 @@ TEST_CASE("realloc growth in 1 MB steps moves pages instead of copying them", "[
   free(s);
 }
 
+// A string appended to a few bytes at a time (awk's `s = s x`, a growing
+// line buffer): 7-byte steps from 1000 bytes to 9 MB, 1.3 million reallocs.
+// It moves onto hugetlb pages once, at the threshold; after that a step
+// within the buffer's pages keeps the pointer and maps nothing, and a page
+// is mapped each time it passes 2 MB more.
+TEST_CASE("realloc: a string grown 7 bytes at a time past the threshold stays one hugetlb buffer", "[default]") {
+  kv::PoolGuard pool(16);
+  const long long maps0 = pl::counter("mmap calls");
+  const long long grown0 = pl::counter("realloc: grown without copying");
+  auto pattern = [](size_t i) { return static_cast<char>((i * 131 + 3) >> 3); };
+  size_t size = 1000;
+  auto *p = static_cast<char *>(malloc(size));
+  REQUIRE(p);
+  for (size_t i = 0; i < size; i++) p[i] = pattern(i);
+  long long failed = 0, moved_within = 0, moves = 0;
+  for (size_t want = size + 7; want <= 9 * MiB; want += 7) {
+    auto *q = static_cast<char *>(realloc(p, want));
+    if (!q) {
+      failed++;
+      break;
+    }
+    if (q != p && size >= MiB) {
+      moves++;
+      if ((want + 2 * MiB - 1) / (2 * MiB) == (size + 2 * MiB - 1) / (2 * MiB)) moved_within++;
+    }
+    for (size_t i = size; i < want; i++) q[i] = pattern(i);
+    p = q;
+    size = want;
+  }
+  CHECK(failed == 0);
+  CHECK(moved_within == 0);
+  CHECK(moves <= 1);  // the first growth of a buffer without headroom may move it, then never
+  bool intact = true;
+  for (size_t i = 0; i < size; i++) intact &= p[i] == pattern(i);
+  CHECK(intact);
+  CHECK(pl::aligned(p, 2 * MiB));
+  CHECK(kv::range_view(p, 10 * MiB).hugetlb_kb == 10 * 1024);
+  CHECK(pl::counter("realloc: grown without copying") - grown0 == 4);  // 2 -> 4, 6, 8, 10 MB
+  CHECK(pl::counter("mmap calls") - maps0 == 5);                       // and the first 2 MB
+  CHECK(pl::counter("preload: requests to hugepool") == 1);
+  CHECK(malloc_usable_size(p) == 10 * MiB);
+  free(p);
+}
+
 TEST_CASE("realloc growth with the pool exactly full, then short: glibc takes over with the data", "[default]") {
   kv::PoolGuard pool(6);
   auto *p = static_cast<char *>(malloc(4 * MiB));

@@ -21,8 +21,8 @@
 static constexpr size_t MiB = size_t(1) << 20;
 
 // The process may have started with an empty pool (the small heap then
-// serves from glibc and looks at the pool again at most once a millisecond).
-static void pool_reserved_now() { usleep(3000); }
+// serves from glibc for a while: preload_test.hpp).
+static void pool_reserved_now() { pl::small_heap_sees_pool(); }
 
 TEST_CASE("small heap: small objects live on hugetlb pages, densely", "[smallheap]") {
   kv::PoolGuard pool(16);
@@ -116,6 +116,50 @@ TEST_CASE("small heap: threads", "[smallheap]") {
   CHECK(bad == 0);
 }
 
+// Each thread is bound to a heap arena before its first request (the
+// preload then uses jemalloc's fast paths): objects of every thread, new
+// threads included, must be on the heap's hugetlb chunks, and strings grown
+// a byte at a time through every small and large size class keep their bytes.
+TEST_CASE("small heap: each thread's objects and byte-by-byte grown strings are on hugetlb pages", "[smallheap]") {
+  kv::PoolGuard pool(32);
+  pool_reserved_now();
+  constexpr int kThreads = 4;
+  std::atomic<int> off_heap{0}, bad{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; t++) {
+    ts.emplace_back([t, &off_heap, &bad] {
+      void *first = malloc(24); /* the thread's first request */
+      std::memset(first, t, 24);
+      if (!pl::on_hugetlb(first)) off_heap++;
+      auto *s = static_cast<unsigned char *>(nullptr);
+      for (size_t n = 1; n <= (200 << 10); n++) { /* 1 B to 200 KB, one byte per realloc */
+        auto *q = static_cast<unsigned char *>(realloc(s, n));
+        if (!q) {
+          bad++;
+          break;
+        }
+        q[n - 1] = static_cast<unsigned char>(n * 7 + t);
+        s = q;
+        if ((n & (n - 1)) == 0 && !pl::on_hugetlb(s)) off_heap++; /* at every power of two */
+      }
+      for (size_t n = 1; n <= (200 << 10); n++)
+        if (s[n - 1] != static_cast<unsigned char>(n * 7 + t)) {
+          bad++;
+          break;
+        }
+      void *z = calloc(1, 3000);
+      if (!pl::on_hugetlb(z) || static_cast<unsigned char *>(z)[2999] != 0) off_heap++;
+      free(z);
+      free(s);
+      free(first);
+    });
+  }
+  for (auto &t : ts) t.join();
+  CHECK(off_heap == 0);
+  CHECK(bad == 0);
+  CHECK(pl::counter("small heap: requests given to glibc (pool short)") == 0);
+}
+
 TEST_CASE("small heap: a forked child keeps its small objects", "[smallheap]") {
   kv::PoolGuard pool(16);
   auto *p = static_cast<unsigned char *>(malloc(1000));
@@ -150,6 +194,15 @@ TEST_CASE("small heap: an empty pool leaves small requests with glibc", "[smallh
   bool ok = true;
   for (int i = 0; i < 5000; i++) ok &= pl::check(objs[size_t(i)], 4000, unsigned(i));
   CHECK(ok);
+  /* Pages reserved later are used: the heap asks again a millisecond after
+   * its last refusal (and this thread's next 63 requests). */
+  pool.set_free(16);
+  pl::small_heap_sees_pool();
+  void *later = malloc(4000);
+  pl::fill(later, 4000, 1);
+  CHECK(pl::on_hugetlb(later));
+  CHECK(pl::counter("small heap: 2 MB chunks") > chunks);
+  free(later);
   for (void *p : objs) free(p);
 }
 
