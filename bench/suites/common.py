@@ -201,3 +201,16 @@ class Section:
     def __init__(self, suite, title, body, intro=None, present=lambda: True, numbered=True, level=2):
         self.suite, self.title, self.body, self.intro, self.present = suite, title, body, intro, present
         self.numbered, self.level = numbered, level
+
+
+def file_section(run, suite, title, name, intro, fenced=False):
+    """The section of a suite whose runner writes its part of the report itself: the file `name` of the
+    suite's output folder, as Markdown (or, fenced, as the text it is); absent from a run without it."""
+    path = os.path.join(run.dir(suite), name)
+
+    def body(md, plots):
+        with open(path) as f:
+            lines = f.read().splitlines()
+        md += (["```"] + lines + ["```"] if fenced else lines) + [""]
+
+    return Section(suite, title, body, intro=intro, present=lambda: os.path.exists(path))
