@@ -96,7 +96,7 @@ TEST_CASE("HUGEPOOL_STATS prints text or JSON at exit, HUGEPOOL_STATS_FILE write
   kv::PoolGuard pool(4);
   std::string out = probe("HUGEPOOL_STATS=1", "2097152 3");
   CHECK(out.find("hugepool statistics") != std::string::npos);
-  CHECK(out.find("cache hits                       2") != std::string::npos);
+  CHECK(out.find("cache hits                               2") != std::string::npos);
   out = probe("HUGEPOOL_STATS=json", "2097152 3");
   CHECK(out.find("\"cache_hits\": 2") != std::string::npos);
   CHECK(out.find("\"allocs\": 3") != std::string::npos);
@@ -189,7 +189,7 @@ TEST_CASE("a process that made no hugepool allocation prints no statistics", "[o
   CHECK(out.find("\"allocs\"") == std::string::npos);
   // Sizes read in human units in the text, in bytes in the JSON.
   out = probe("HUGEPOOL_STATS=1", "4194304 1");
-  CHECK(out.find("bytes mapped (peak)              4 MiB") != std::string::npos);
+  CHECK(out.find("bytes mapped (peak)                      4 MiB") != std::string::npos);
   out = probe("HUGEPOOL_STATS=json", "4194304 1");
   CHECK(out.find("\"bytes_mapped_peak\": 4194304") != std::string::npos);
 }
