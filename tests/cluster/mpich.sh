@@ -101,7 +101,7 @@ case $mode in
     nodes=$BED_NODES np=$((2 * BED_NODES))
     mnt=$(mktemp -d /tmp/hugepool-bed-mnt.XXXXXX)
     mount -t hugetlbfs -o pagesize=2M none "$mnt"
-    trap 'umount -l "$mnt"; rmdir "$mnt"; echo "$old" >$pool/nr_hugepages; rm -rf "$work"' EXIT
+    trap 'umount -l "$mnt"; rmdir "$mnt"; pool_release; rm -rf "$work"' EXIT
     if [[ $mode == window ]]; then
       job win $np -hosts "$BED_HOSTS" -ppn 2 -n $np "$run" --mpi-win-shared -- "$prog" window
       ok win $np

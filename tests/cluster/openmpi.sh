@@ -86,7 +86,7 @@ case $mode in
     slots=$(printf '2,%.0s' $(seq "$nodes"))
     mnt=$(mktemp -d /tmp/hugepool-bed-mnt.XXXXXX)
     mount -t hugetlbfs -o pagesize=2M none "$mnt"
-    trap 'umount -l "$mnt"; rmdir "$mnt"; echo "$old" >$pool/nr_hugepages; rm -rf "$work"' EXIT
+    trap 'umount -l "$mnt"; rmdir "$mnt"; pool_release; rm -rf "$work"' EXIT
     if [[ $mode == window ]]; then
       job win "${slots%,}" $np "$run" --mpi-win-shared -- "$prog" window
       ok win $np
