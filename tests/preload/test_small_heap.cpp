@@ -157,7 +157,7 @@ TEST_CASE("small heap: each thread's objects and byte-by-byte grown strings are 
   for (auto &t : ts) t.join();
   CHECK(off_heap == 0);
   CHECK(bad == 0);
-  CHECK(pl::counter("small heap: requests given to glibc (pool short)") == 0);
+  CHECK(pl::counter("small heap: fallbacks to glibc") == 0);
 }
 
 TEST_CASE("small heap: a forked child keeps its small objects", "[smallheap]") {
