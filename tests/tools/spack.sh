@@ -40,7 +40,7 @@ PY
 mapfile -t vars < <(grep -o 'define\(_from_variant\)\?("[A-Za-z0-9_]*"' "$pkg" | grep -o '"[A-Za-z0-9_]*"' | tr -d '"' | sort -u)
 for v in "${vars[@]}"; do
   grep -rqw --include=CMakeLists.txt --include='*.cmake' -- "$v" "$src/CMakeLists.txt" "$src/lib" "$src/mpi" \
-    "$src/preload" "$src/setuid-helper" "$src/tools" "$src/packaging" "$src/python" "$src/fortran" &&
+    "$src/preload" "$src/setuid-helper" "$src/tools" "$src/packaging" "$src/python" "$src/fortran" "$src/cmake" &&
     pass "CMake reads $v" || fail "package.py sets $v, which no CMake file reads"
 done
 
