@@ -260,18 +260,6 @@ int hp_cuda_registrar(void) {
  * 2 MB step back at a time, no further than the bytes hugepool maps (as
  * split.c's block_at).  A pointer hugepool does not own costs one registry
  * probe per 2 MB mapped (about 10 us a GB). */
-static bool find_holding(const void *p, hp_block *b) {
-  uintptr_t a = (uintptr_t)p;
-  const char *c = (const char *)p - (a & (HP_2M - 1));
-  uint64_t mapped = __atomic_load_n(&hp_stats.bytes_mapped, __ATOMIC_RELAXED);
-  for (uint64_t steps = mapped / HP_2M + 1; steps > 0 && mapped; steps--) {
-    if (live_find(c, b)) return a - (uintptr_t)b->addr < b->size;
-    if ((uintptr_t)c < HP_2M) break;
-    c -= HP_2M;
-  }
-  return false;
-}
-
 int hp_register_range(const void *p, size_t len, int id, void **base) {
   hp_block b;
   void *start;
@@ -279,7 +267,7 @@ int hp_register_range(const void *p, size_t len, int id, void **base) {
   if (registrar_lookup(p, id, &start, &size, NULL)) {
     b.addr = start;
     b.size = size;
-  } else if (!find_holding(p, &b)) {
+  } else if (!registry_find_holding(p, live_find, &b)) {
     return -1; /* not inside a live hugepool buffer */
   }
   if ((uintptr_t)p + len < (uintptr_t)p || (uintptr_t)p + len > (uintptr_t)b.addr + b.size) return -1;

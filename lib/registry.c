@@ -198,3 +198,16 @@ void registry_walk(void (*fn)(hp_block *b, void *arg), void *arg) {
     }
   }
 }
+
+bool registry_find_holding(const void *addr, bool (*find)(const void *, hp_block *), hp_block *out) {
+  uint64_t mapped = __atomic_load_n(&hp_stats.bytes_mapped, __ATOMIC_RELAXED);
+  if (mapped == 0) return false;
+  uintptr_t a = (uintptr_t)addr;
+  const char *c = (const char *)addr - (a & (HP_2M - 1));
+  for (uint64_t steps = mapped / HP_2M + 1; steps > 0; steps--) {
+    if (find(c, out)) return a - (uintptr_t)out->addr < out->size;
+    if ((uintptr_t)c < HP_2M) break;
+    c -= HP_2M;
+  }
+  return false;
+}

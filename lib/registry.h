@@ -30,6 +30,11 @@ HP_INTERNAL int registry_remove_idle(const void *addr, hp_block *out);
  * away may share its old address with a new buffer mapped there since. */
 HP_INTERNAL bool registry_remove_resized(const void *addr, hp_block *out);
 HP_INTERNAL bool registry_find(const void *addr, hp_block *out); /* copies the block */
+/* The block holding addr, which may lie inside it: find (registry_find, or
+ * a caller's lookup that also asks the thread caches) is asked at addr's
+ * 2 MB boundary, then at each one below it, as far as the bytes mapped
+ * reach.  true: *out holds addr. */
+HP_INTERNAL bool registry_find_holding(const void *addr, bool (*find)(const void *, hp_block *), hp_block *out);
 /* Runs fn on the plain live block at addr with its stripe locked (fn may
  * change any field but addr) and returns fn's result; -1 with EINVAL if not
  * live, EAGAIN (fn not run, *copy set) for a thread cache's entry.  This is

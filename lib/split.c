@@ -114,18 +114,7 @@ static size_t forget_range(uintptr_t lo, uintptr_t hi, bool keep, uintptr_t new_
 /* The live block holding addr: registry entries are keyed by their start,
  * a 2 MB boundary, so look back one 2 MB step at a time, no further than
  * the bytes hugepool maps. */
-static bool block_at(const void *addr, hp_block *out) {
-  uint64_t mapped = __atomic_load_n(&hp_stats.bytes_mapped, __ATOMIC_RELAXED);
-  if (mapped == 0) return false;
-  uintptr_t a = (uintptr_t)addr;
-  const char *c = (const char *)addr - (a & (HP_2M - 1));
-  for (uint64_t steps = mapped / HP_2M + 1; steps > 0; steps--) {
-    if (registry_find(c, out)) return a < (uintptr_t)out->addr + out->size;
-    if ((uintptr_t)c < HP_2M) break;
-    c -= HP_2M;
-  }
-  return false;
-}
+static bool block_at(const void *addr, hp_block *out) { return registry_find_holding(addr, registry_find, out); }
 
 static void warn_once(const char *page, const hp_block *b) {
   if (atomic_exchange(&warned, true)) return;
