@@ -10,6 +10,7 @@
 
 #include "cache.h"
 #include "fork.h"
+#include "realloc.h"
 #include "registrar.h"
 #include "registry.h"
 #include "release.h"
@@ -17,6 +18,7 @@
 #include "tcache.h"
 
 static void atfork_prepare(void) {
+  realloc_fork_prepare(); /* first in the lock order (realloc.h) */
   pthread_mutex_lock(&hp_lock);
   tcache_lock_all();
   registry_lock_all();
@@ -28,6 +30,7 @@ static void atfork_parent(void) {
   tcache_unlock_all();
   pthread_mutex_unlock(&hp_lock);
   fork_parent_wait(); /* until the child has its own copies of the live buffers */
+  realloc_fork_done();
 }
 
 static void drop_in_child(hp_block *batch, size_t n) {
@@ -58,6 +61,7 @@ static void atfork_child(void) {
   release_forget_in_flight();
   fork_child_privatize();
   pthread_mutex_unlock(&hp_lock);
+  realloc_fork_done();
 }
 
 void atfork_install(void) { pthread_atfork(atfork_prepare, atfork_parent, atfork_child); }

@@ -58,24 +58,18 @@
 
 #define HP_HEADROOM_MIN ((size_t)64 << 20)
 
-/* Readers: resizes in flight.  Writer: fork(), in its prepare handler.
- * Writer-preferring, so a fork() waiting for resizes does not starve
- * behind new ones; initialised statically, so it needs no ordering with the
- * first resize (the atfork registration below is not a synchronisation). */
+/* Readers: resizes in flight.  Writer: fork(), in the core's prepare
+ * handler (atfork.c), before any other lock: a resize in flight can still
+ * take the core's locks to finish while fork() waits for it.
+ * Writer-preferring, so a fork() waiting for resizes does not starve behind
+ * new ones; initialised statically and taken by handlers the core installs
+ * at its init, before the first resize can start: a handler registered at
+ * the first resize would miss a fork() that a second thread had already
+ * begun, and its child could inherit a block marked `resizing`. */
 static pthread_rwlock_t resize_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
-static pthread_once_t resize_once = PTHREAD_ONCE_INIT;
 
-static void resizes_fork_prepare(void) { pthread_rwlock_wrlock(&resize_lock); }
-static void resizes_fork_done(void) { pthread_rwlock_unlock(&resize_lock); }
-
-static void init_once(void) {
-  /* The core registered its atfork handlers at its init, before the first
-   * resize (the caller started it); registering ours after them makes our
-   * prepare handler run first (prepare handlers run in reverse order): a
-   * resize in flight can still take the core's lock to finish while fork()
-   * waits for it. */
-  pthread_atfork(resizes_fork_prepare, resizes_fork_done, resizes_fork_done);
-}
+void realloc_fork_prepare(void) { pthread_rwlock_wrlock(&resize_lock); }
+void realloc_fork_done(void) { pthread_rwlock_unlock(&resize_lock); }
 
 /* ---- what a resize changes besides the mapping ---------------------------- */
 
@@ -269,7 +263,6 @@ void *realloc_resize(void *ptr, size_t bytes) {
     return NULL;
   }
   if (realloc_same_pages(ptr, bytes)) return ptr;
-  pthread_once(&resize_once, init_once);
   int saved = errno;
   pthread_rwlock_rdlock(&resize_lock);
   hp_block was;

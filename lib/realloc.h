@@ -20,6 +20,11 @@ HP_INTERNAL void *realloc_resize(void *ptr, size_t bytes);
  * page count (realloc_resize is the way then).  Takes the block's
  * registry stripe lock alone. */
 HP_INTERNAL bool realloc_same_pages(void *ptr, size_t bytes);
+/* For the core's atfork handlers (atfork.c): the first waits for the
+ * resizes in flight and holds new ones back; the second, in the parent and
+ * in the child, lets them go. */
+HP_INTERNAL void realloc_fork_prepare(void);
+HP_INTERNAL void realloc_fork_done(void);
 
 #ifdef __cplusplus
 }
