@@ -30,7 +30,7 @@ static void atfork_parent(void) {
   tcache_unlock_all();
   pthread_mutex_unlock(&hp_lock);
   fork_parent_wait(); /* until the child has its own copies of the live buffers */
-  realloc_fork_done();
+  realloc_fork_parent();
 }
 
 static void drop_in_child(hp_block *batch, size_t n) {
@@ -61,7 +61,7 @@ static void atfork_child(void) {
   release_forget_in_flight();
   fork_child_privatize();
   pthread_mutex_unlock(&hp_lock);
-  realloc_fork_done();
+  realloc_fork_child();
 }
 
 void atfork_install(void) { pthread_atfork(atfork_prepare, atfork_parent, atfork_child); }

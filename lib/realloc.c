@@ -69,7 +69,15 @@
 static pthread_rwlock_t resize_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 
 void realloc_fork_prepare(void) { pthread_rwlock_wrlock(&resize_lock); }
-void realloc_fork_done(void) { pthread_rwlock_unlock(&resize_lock); }
+void realloc_fork_parent(void) { pthread_rwlock_unlock(&resize_lock); }
+/* Not an unlock: glibc knows a write lock's owner by thread id, and the
+ * child's thread has a new one, so an unlock there would count as a
+ * reader's and leave the lock held for the child's next fork().  The child
+ * has one thread and no resize in flight: a fresh lock is the true state. */
+void realloc_fork_child(void) {
+  static const pthread_rwlock_t fresh = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+  memcpy(&resize_lock, &fresh, sizeof resize_lock);
+}
 
 /* ---- what a resize changes besides the mapping ---------------------------- */
 

@@ -21,10 +21,11 @@ HP_INTERNAL void *realloc_resize(void *ptr, size_t bytes);
  * registry stripe lock alone. */
 HP_INTERNAL bool realloc_same_pages(void *ptr, size_t bytes);
 /* For the core's atfork handlers (atfork.c): the first waits for the
- * resizes in flight and holds new ones back; the second, in the parent and
- * in the child, lets them go. */
+ * resizes in flight and holds new ones back; the others let them go, in the
+ * parent and in the child. */
 HP_INTERNAL void realloc_fork_prepare(void);
-HP_INTERNAL void realloc_fork_done(void);
+HP_INTERNAL void realloc_fork_parent(void);
+HP_INTERNAL void realloc_fork_child(void);
 
 #ifdef __cplusplus
 }

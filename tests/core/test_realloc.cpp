@@ -504,6 +504,43 @@ TEST_CASE("realloc moving buffers while other threads map the ranges they leave"
   fresh_state();
 }
 
+// The resize lock fork() takes is the parent thread's: a child (a new
+// thread id) that forks again, and its child again, must not find it held
+// (a shell under hugepool-run forks at every level).
+TEST_CASE("fork in a child and a grandchild after a resize: nothing is left held", "[realloc][fork]") {
+  kv::PoolGuard pool(64);
+  fresh_state();
+  auto *p = static_cast<char *>(hugepool_alloc(2 * MiB));
+  REQUIRE(p);
+  p = static_cast<char *>(hugepool_realloc(p, 4 * MiB));
+  REQUIRE(p);
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(20); // a hang is a failure, not a stuck test
+    for (int level = 0; level < 3; level++) {
+      void *q = hugepool_realloc(p, (6 + 2 * static_cast<size_t>(level)) * MiB);
+      if (!q) _exit(10 + level);
+      p = static_cast<char *>(q);
+      pid_t next = fork();
+      if (next < 0) _exit(20 + level);
+      if (next > 0) {
+        int st = 0;
+        if (waitpid(next, &st, 0) != next) _exit(30 + level);
+        _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 40 + level);
+      }
+    }
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  INFO("status " << status);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  hugepool_free(p);
+  hugepool_trim();
+  CHECK(kv::self_hugetlb_kb() == 0);
+}
+
 // fork() while another thread grows a buffer: the child sees each live
 // buffer whole (fork waits for a resize in flight), can write all of it,
 // and the registry it inherits has nothing half-done.
