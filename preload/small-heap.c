@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "heap.h"
@@ -219,4 +220,17 @@ int hpl_je_unwind_backtrace(void *trace, void *arg) {
 uintptr_t hpl_je_unwind_get_ip(void *context) {
   (void)context;
   return 0;
+}
+
+/* jemalloc's madvise and mprotect, on its own metadata mappings only (the
+ * heap's extents come from hooks with no purge: heap-chunks.c), go straight
+ * to the kernel: the plain names bind to this library's exports
+ * (protect.c), which look the range up in the core's registry, and that
+ * must not happen from inside jemalloc, under its locks. */
+int hpl_je_madvise(void *addr, size_t len, int advice) {
+  return (int)syscall(SYS_madvise, (long)addr, (long)len, (long)advice);
+}
+
+int hpl_je_mprotect(void *addr, size_t len, int prot) {
+  return (int)syscall(SYS_mprotect, (long)addr, (long)len, (long)prot);
 }
