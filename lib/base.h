@@ -8,7 +8,7 @@
  * it.  Nothing here takes a lock other than hp_lock, and only its callers
  * take that.
  *
- * Lock order of the core, first taken first: realloc.c's resize lock,
+ * Lock order of the core, first taken first: realloc.c's resize gate,
  * hp_lock (base.h), the thread caches' locks (tcache.h), the registry's
  * stripe locks (registry.h); split.c's mutex is taken before any
  * thread-cache or registry lock, never after; the OS layer's own locks

@@ -29,7 +29,7 @@
  *     requested size in one visit to the block's registry entry (its
  *     statistics: stats_requested_moved(), under the same stripe lock, which
  *     fork() holds too), and nothing more: no hp_lock, no resize mark, no
- *     resize lock, no second visit.
+ *     resize gate, no second visit.
  *  6. A shortage the cache's pages could cover evicts them and tries once
  *     more.  Then, with policy strict, the answer is NULL / ENOMEM and the old
  *     buffer is untouched; with policy thp or small the contents are copied
@@ -58,25 +58,60 @@
 
 #define HP_HEADROOM_MIN ((size_t)64 << 20)
 
-/* Readers: resizes in flight.  Writer: fork(), in the core's prepare
- * handler (atfork.c), before any other lock: a resize in flight can still
- * take the core's locks to finish while fork() waits for it.
- * Writer-preferring, so a fork() waiting for resizes does not starve behind
- * new ones; initialised statically and taken by handlers the core installs
- * at its init, before the first resize can start: a handler registered at
- * the first resize would miss a fork() that a second thread had already
- * begun, and its child could inherit a block marked `resizing`. */
-static pthread_rwlock_t resize_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+/* The resize gate: fork() waits for the resizes in flight and holds new
+ * ones back until it is done, so a child never inherits a half-moved
+ * mapping or a block marked `resizing`.
+ *  - A resize enters (resize_enter) unless a fork() is waiting (writer
+ *    preference: a fork() waiting does not starve behind new resizes), and
+ *    leaves (resize_leave) when its mapping is whole again.
+ *  - fork(): the core's prepare handler (atfork.c), before any other lock,
+ *    takes the gate, waits until no resize is in flight, and keeps the gate
+ *    through the fork; the parent's and the child's handlers let it go.  A
+ *    resize in flight can still take the core's locks to finish meanwhile.
+ *  - A plain mutex held across fork() and unlocked in the child, like
+ *    hp_lock, not a rwlock: glibc knows a write lock's owner by thread id,
+ *    which is new in the child.  The child's condition variables are made
+ *    fresh: the parent's other threads, which may have waited on them, do
+ *    not exist there.
+ * Initialised statically and taken by handlers the core installs at its
+ * init, before the first resize can start. */
+static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_drained = PTHREAD_COND_INITIALIZER; /* fork(): no resize in flight */
+static pthread_cond_t gate_open = PTHREAD_COND_INITIALIZER;    /* resizes: no fork() waiting */
+static unsigned long resizes_in_flight;
+static bool fork_waiting;
 
-void realloc_fork_prepare(void) { pthread_rwlock_wrlock(&resize_lock); }
-void realloc_fork_parent(void) { pthread_rwlock_unlock(&resize_lock); }
-/* Not an unlock: glibc knows a write lock's owner by thread id, and the
- * child's thread has a new one, so an unlock there would count as a
- * reader's and leave the lock held for the child's next fork().  The child
- * has one thread and no resize in flight: a fresh lock is the true state. */
+static void resize_enter(void) {
+  pthread_mutex_lock(&gate);
+  while (fork_waiting) pthread_cond_wait(&gate_open, &gate);
+  resizes_in_flight++;
+  pthread_mutex_unlock(&gate);
+}
+
+static void resize_leave(void) {
+  pthread_mutex_lock(&gate);
+  if (--resizes_in_flight == 0 && fork_waiting) pthread_cond_signal(&gate_drained);
+  pthread_mutex_unlock(&gate);
+}
+
+void realloc_fork_prepare(void) {
+  pthread_mutex_lock(&gate);
+  fork_waiting = true;
+  while (resizes_in_flight > 0) pthread_cond_wait(&gate_drained, &gate);
+}
+
+void realloc_fork_parent(void) {
+  fork_waiting = false;
+  pthread_cond_broadcast(&gate_open);
+  pthread_mutex_unlock(&gate);
+}
+
 void realloc_fork_child(void) {
-  static const pthread_rwlock_t fresh = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
-  memcpy(&resize_lock, &fresh, sizeof resize_lock);
+  static const pthread_cond_t fresh = PTHREAD_COND_INITIALIZER;
+  fork_waiting = false;
+  memcpy(&gate_open, &fresh, sizeof fresh);
+  memcpy(&gate_drained, &fresh, sizeof fresh);
+  pthread_mutex_unlock(&gate);
 }
 
 /* ---- what a resize changes besides the mapping ---------------------------- */
@@ -272,11 +307,11 @@ void *realloc_resize(void *ptr, size_t bytes) {
   }
   if (realloc_same_pages(ptr, bytes)) return ptr;
   int saved = errno;
-  pthread_rwlock_rdlock(&resize_lock);
+  resize_enter();
   hp_block was;
   if (live_begin_resize(ptr, &was) != 0) {
     int err = errno;
-    pthread_rwlock_unlock(&resize_lock);
+    resize_leave();
     hp_warn("hugepool_realloc(%p): %s", ptr,
             err == EBUSY ? "another thread is resizing this buffer" : "not a live hugepool buffer");
     errno = err;
@@ -303,7 +338,7 @@ void *realloc_resize(void *ptr, size_t bytes) {
   if (!err) now.requested = bytes;
   bool copy = err == ENOMEM && is_huge(was.kind) && hp_current_policy() != HUGEPOOL_POLICY_STRICT;
   end_resize(&was, &now, copy ? HP_RESIZE_KEPT : outcome);
-  pthread_rwlock_unlock(&resize_lock);
+  resize_leave();
   if (copy) return grow_by_copy(ptr, was.size, bytes);
   errno = err ? err : saved;
   return err ? NULL : now.addr;

@@ -2,7 +2,7 @@
 /* Resizing a live buffer (realloc.c), for hugepool_realloc (api.c): growth
  * without copying, shrinking in place, a copy only where the policy allows a
  * fallback.  Not installed.  The caller has started the core.  Lock order:
- * realloc.c's resize lock first, before hp_lock and every lock below it. */
+ * realloc.c's resize gate first, before hp_lock and every lock below it. */
 #ifndef HUGEPOOL_REALLOC_H
 #define HUGEPOOL_REALLOC_H
 
