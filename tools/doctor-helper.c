@@ -131,7 +131,7 @@ static int on_nosuid(const char *path, char *mnt_out, size_t len) {
  * its own: bin/ and sbin/), where this build installs it, on PATH, then the
  * usual places.  Below --root only the fixed places, inside the tree. */
 #ifndef DOCTOR_HELPER_INSTALLED
-#define DOCTOR_HELPER_INSTALLED "/usr/local/sbin/hugepool-reserve"
+#define DOCTOR_HELPER_INSTALLED "/usr/local/bin/hugepool-reserve"
 #endif
 static int found_at(const char *path, char *out, size_t len) {
   struct stat st;
@@ -143,9 +143,10 @@ static int found_at(const char *path, char *out, size_t len) {
 }
 
 static const char *find_helper(void) {
-  static const char *const where[] = {DOCTOR_HELPER_INSTALLED, "/usr/local/sbin/hugepool-reserve",
-                                      "/usr/local/bin/hugepool-reserve", "/usr/sbin/hugepool-reserve",
-                                      "/usr/bin/hugepool-reserve"};
+  /* sbin/: where installs before the helper moved to bin/ put it. */
+  static const char *const where[] = {DOCTOR_HELPER_INSTALLED, "/usr/local/bin/hugepool-reserve",
+                                      "/usr/bin/hugepool-reserve", "/usr/local/sbin/hugepool-reserve",
+                                      "/usr/sbin/hugepool-reserve"};
   static char found[PATH_MAX];
   struct stat st;
   if (dr_real_root()) {

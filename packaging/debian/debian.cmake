@@ -197,7 +197,7 @@ endif()
 
 # The helper's config (a conffile), its boot rule and maintainer scripts,
 # with the compiled-in paths.
-set(HUGEPOOL_PKG_SBIN ${CMAKE_INSTALL_FULL_SBINDIR})
+set(HUGEPOOL_PKG_BIN ${CMAKE_INSTALL_FULL_BINDIR})
 configure_file(${CMAKE_CURRENT_LIST_DIR}/tmpfiles.conf.in ${_deb}/tmpfiles.conf @ONLY)
 set(_ctl ${_deb}/helper)
 foreach(script preinst postinst postrm)

@@ -57,5 +57,14 @@ if [[ -x $tmp/moved/bin/hugepool ]]; then
 fi
 head -n 1 "$tmp/moved/bin/hugepool-stats" 2>/dev/null | grep -qx '#!/usr/bin/env python3' ||
   [[ ! -e $tmp/moved/bin/hugepool-stats ]] || { echo "FAIL hugepool-stats does not run the python3 on PATH"; fails=$((fails + 1)); }
+
+# The uninstall target's script: it removes exactly the listed files and the
+# directories left empty, and keeps a file of the user's beside them.
+find "$tmp/moved" \( -type f -o -type l \) >"$tmp/manifest"
+touch "$tmp/moved/lib/users-own-file"
+cmake -DHUGEPOOL_MANIFEST="$tmp/manifest" -P "$src/../../cmake/uninstall.cmake" >/dev/null
+left=$(cd "$tmp/moved" && find . -mindepth 1 | sort | tr '\n' ' ')
+[[ $left == "./lib ./lib/users-own-file " ]] ||
+  { echo "FAIL uninstall left or removed the wrong things: $left"; fails=$((fails + 1)); }
 ((fails == 0)) || exit 1
 echo "install test: find_package and pkg-config consumers built and ran; installed programs run from a moved prefix"

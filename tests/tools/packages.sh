@@ -98,7 +98,7 @@ for d in "${debs[@]}"; do
   m=$(dpkg-deb -f "$d" Maintainer)
   [[ $m != *localhost* && $m == *@* ]] && pass "$p: maintainer '$m'" || fail "$p: maintainer '$m'"
   if grep -q 'hugepool-reserve$' "$work/contents"; then
-    grep -q -- '-rwxr-xr-x root/root .*/usr/sbin/hugepool-reserve$' "$work/contents" &&
+    grep -q -- '-rwxr-xr-x root/root .*/usr/bin/hugepool-reserve$' "$work/contents" &&
       pass "the helper package ships the binary plain (postinst makes it setgid)" ||
       fail "helper binary mode in the package: $(grep hugepool-reserve "$work/contents")"
   fi
@@ -189,8 +189,22 @@ clean_root() {
   out=$(in_root hugepool-demo 2>&1) || true
   ! grep -q 'cannot open shared object' <<<"$out" && pass "clean root: hugepool-demo loads libhugepool.so.0" ||
     fail "clean root: hugepool-demo: $out"
-  [[ $(in_root stat -c '%a %U %G' /usr/sbin/hugepool-reserve) == "2711 root hugepool" ]] &&
+  [[ $(in_root stat -c '%a %U %G' /usr/bin/hugepool-reserve) == "2711 root hugepool" ]] &&
     pass "clean root: helper setgid hugepool, 2711" || fail "clean root: helper mode"
+  # A user admitted to hugepool-users finds the helper on Debian's login PATH
+  # (ENV_PATH of /etc/login.defs: no sbin), as every shortage line tells them.
+  local login_path
+  login_path=$(sed -n 's/^ENV_PATH[[:space:]]*PATH=//p' "$root/etc/login.defs")
+  if in_root useradd -M -N -G hugepool-users hpuser >>"$work/root-apt.log" 2>&1; then
+    out=$(chroot --userspec=hpuser:hugepool-users "$root" /usr/bin/env -i PATH="${login_path:-/usr/local/bin:/usr/bin:/bin}" \
+      sh -c 'command -v hugepool-reserve && hugepool-reserve --help' 2>&1)
+    [[ $(head -n 1 <<<"$out") == /usr/bin/hugepool-reserve ]] && grep -q 'usage' <<<"$out" &&
+      pass "clean root: a hugepool-users member runs hugepool-reserve from the login PATH ($login_path)" ||
+      fail "clean root: hugepool-reserve on the login PATH ($login_path): $out"
+    in_root userdel hpuser >>"$work/root-apt.log" 2>&1 || true
+  else
+    fail "clean root: useradd: $(tail -n 3 "$work/root-apt.log")"
+  fi
   grep -q '^max_pages' "$root/etc/hugepool/reserve.conf" && pass "clean root: the packaged reserve.conf" ||
     fail "clean root: no reserve.conf"
   in_root getent group hugepool-users >/dev/null && grep -qx 'group hugepool-users' "$root/etc/hugepool/reserve.conf" &&
@@ -200,7 +214,7 @@ clean_root() {
   else fail "clean root: purge: $(tail -n 10 "$work/root-apt.log")"; fi
   local left=()
   for f in /etc/hugepool /var/lib/hugepool /var/lib/hugepool-helper /run/hugepool /usr/lib/tmpfiles.d/hugepool.conf \
-    /usr/sbin/hugepool-reserve /usr/bin/hugepool; do
+    /usr/bin/hugepool-reserve /usr/bin/hugepool; do
     [[ -e $root$f ]] && left+=("$f")
   done
   in_root getent group hugepool >/dev/null && left+=("group hugepool")
@@ -275,8 +289,8 @@ fi
 mapfile -t files < <(dpkg -L "${pkgs[@]}" 2>/dev/null | while read -r f; do [[ -f $f || -L $f ]] && echo "$f"; done)
 
 # What postinst did (setuid-helper/README.md's table).
-[[ $(stat -c '%a %U %G' /usr/sbin/hugepool-reserve) == "2711 root hugepool" ]] &&
-  pass "helper installed root:hugepool 2711" || fail "helper mode: $(stat -c '%a %U %G' /usr/sbin/hugepool-reserve)"
+[[ $(stat -c '%a %U %G' /usr/bin/hugepool-reserve) == "2711 root hugepool" ]] &&
+  pass "helper installed root:hugepool 2711" || fail "helper mode: $(stat -c '%a %U %G' /usr/bin/hugepool-reserve)"
 [[ $(stat -c '%a %U %G' /var/lib/hugepool /var/lib/hugepool/lock /var/lib/hugepool/grants | tr '\n' ' ') == \
   "750 root hugepool 660 root hugepool 660 root hugepool " ]] && pass "state directory and files" ||
   fail "state: $(stat -c '%n %a %U %G' /var/lib/hugepool /var/lib/hugepool/lock /var/lib/hugepool/grants)"
@@ -295,18 +309,18 @@ python3 - "$json" <<'PY' && pass "hugepool doctor: the packaged helper is instal
 import json, sys
 r = json.loads(sys.argv[1])
 h = [x for x in r["helper"] if "installed" in x]
-assert h and h[0]["installed"] == "/usr/sbin/hugepool-reserve", h
+assert h and h[0]["installed"] == "/usr/bin/hugepool-reserve", h
 # Problems about the helper, its config, state or tmpfiles (not the pool's
 # own size: "0 free unreserved pages" is about the pool, not the helper).
 helper_words = ("hugepool-reserve", "reserve.conf", "/etc/hugepool", "/var/lib/hugepool", "tmpfiles")
 bad = [p for p in r["problems"] if any(w in p["what"] for w in helper_words) and p["severity"] != "note"]
 assert not bad, bad
-assert not [p for p in r["problems"] if "/usr/sbin/hugepool-reserve" in p["what"]], r["problems"]
+assert not [p for p in r["problems"] if "/usr/bin/hugepool-reserve" in p["what"]], r["problems"]
 assert any(x.get("may_use") == "yes (root)" for x in r["helper"]), r["helper"]
 PY
 out=$(/usr/bin/hugepool doctor 2>&1) || true
 grep -q '^verdict: ' <<<"$out" && pass "hugepool doctor prints its verdict" || fail "no verdict line: $out"
-if out=$(/usr/sbin/hugepool-reserve --status 2>&1) && grep -q '2048' <<<"$out"; then
+if out=$(/usr/bin/hugepool-reserve --status 2>&1) && grep -q '2048' <<<"$out"; then
   pass "hugepool-reserve --status"
 else fail "hugepool-reserve --status: $out"; fi
 getent group hugepool-users >/dev/null && pass "the group hugepool-users exists" || fail "no group hugepool-users"
@@ -320,7 +334,7 @@ if useradd --system --no-create-home --shell /usr/sbin/nologin "$user" 2>"$work/
   adduser --quiet "$user" "$site_group" >>"$work/useradd.log" 2>&1; then
   before_total=$(hp_total)
   cp /var/lib/hugepool/grants "$work/grants.before"
-  as_user() { setpriv --reuid="$user" --regid="$user" --init-groups /usr/sbin/hugepool-reserve "$@"; }
+  as_user() { setpriv --reuid="$user" --regid="$user" --init-groups /usr/bin/hugepool-reserve "$@"; }
   out=$(as_user 2 2>&1) && rc=0 || rc=$?
   granted=$(($(hp_total) - before_total))
   out2=$(as_user --release 2>&1) || true
@@ -338,13 +352,13 @@ if useradd --system --no-create-home --shell /usr/sbin/nologin "$user" 2>"$work/
 else
   fail "cannot add a test user to $site_group: $(cat "$work/useradd.log")"
 fi
-out=$(setpriv --reuid=65534 --regid=65534 --clear-groups /usr/sbin/hugepool-reserve 1 2>&1) && rc=0 || rc=$?
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/hugepool-reserve 1 2>&1) && rc=0 || rc=$?
 [[ $rc == 1 ]] && grep -q "hugepool-users" <<<"$out" && pass "a user outside hugepool-users is refused" ||
   fail "nobody: rc $rc: $out"
 if out=$(/usr/bin/hugepool-run -- /bin/true 2>&1); then pass "installed hugepool-run finds its interposer"; else
   fail "hugepool-run: $out"; fi
 # man follows a function's page name (a link) to hugepool.3.
-for page in hugepool-run.1 hugepool.1 hugepool-stats.1 hugepool-demo.1 hugepool-reserve.8 hugepool.3 \
+for page in hugepool-run.1 hugepool.1 hugepool-stats.1 hugepool-demo.1 hugepool-reserve.1 hugepool.3 \
   hugepool_alloc.3=hugepool.3 hugepool_segment_unmap.3=hugepool.3; do
   file=${page#*=}
   page=${page%=*}

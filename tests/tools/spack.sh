@@ -148,15 +148,15 @@ expect() { # PREFIX LABEL present|absent NAME...
   done
 }
 expect "$p_default" default present hugepool-run hugepool-stats hugepool-reserve 'libhugepool.so.0' \
-  'libhugepool_mpi.so.0' libhugepool_preload.so libhugepool_mpi_preload.so hugepool.pc hugepool-reserve.8.gz
+  'libhugepool_mpi.so.0' libhugepool_preload.so libhugepool_mpi_preload.so hugepool.pc hugepool-reserve.1.gz
 expect "$p_default" default absent hugepool_spank.so '*openmpi*' '*.mod' '_core*.so' 'modulefiles'
 expect "$p_nohelper" "~helper" present 'libhugepool.so.0' hugepool-run 'libhugepool_mpi.so.0'
-expect "$p_nohelper" "~helper" absent hugepool-reserve hugepool-reserve.8.gz hugepool_spank.so '*openmpi*'
+expect "$p_nohelper" "~helper" absent hugepool-reserve hugepool-reserve.1.gz hugepool_spank.so '*openmpi*'
 expect "$p_slurm" "+slurm ~mpi ~preload +fortran" present hugepool_spank.so hugepool-reserve 'libhugepool.so.0' \
   hugepool.mod 'libhugepool_fortran.so.0' hugepool-fortran.pc
 expect "$p_slurm" "+slurm ~mpi ~preload +fortran" absent '*hugepool_mpi*' libhugepool_preload.so hugepool-run '*openmpi*'
 if [[ -n $p_slurm ]]; then
-  for f in sbin/hugepool-reserve "$(cd "$p_slurm" && find . -name hugepool_spank.so | head -n 1)"; do
+  for f in bin/hugepool-reserve "$(cd "$p_slurm" && find . -name hugepool_spank.so | head -n 1)"; do
     # Read whole before grep -q: under pipefail an early exit is a SIGPIPE.
     grep -qx /opt/site/hugepool.conf <<<"$(strings "$p_slurm/$f" 2>/dev/null)" &&
       pass "reserve_conf=/opt/site/hugepool.conf compiled into $f" || fail "reserve_conf not in $f"

@@ -445,7 +445,7 @@ def installed_copy(build):
         p = subprocess.run(["cmake", "--install", build, "--prefix", prefix], capture_output=True, text=True)
         check(p.returncode == 0, f"cmake --install into {prefix} ({p.stderr.strip()[:300]})")
         inst = os.path.join(prefix, "bin", "hugepool")
-        helper = os.path.join(prefix, "sbin", "hugepool-reserve")
+        helper = os.path.join(prefix, "bin", "hugepool-reserve")
         with pool_lock():
             before = int(open(hp).read())
             try:

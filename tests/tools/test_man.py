@@ -50,7 +50,7 @@ def compare(name, cmd, page, ignore=()):
 
 def main():
     compare("hugepool-run", [RUN, "--help"], "hugepool-run.1")
-    compare("hugepool-reserve", [RESERVE, "--help"], "hugepool-reserve.8")
+    compare("hugepool-reserve", [RESERVE, "--help"], "hugepool-reserve.1")
     compare("hugepool doctor", [HUGEPOOL, "doctor", "--help"], "hugepool.1")
     compare("hugepool-stats", [HUGEPOOL, "stats", "--help"], "hugepool-stats.1")
     compare("hugepool-demo", [DEMO, "--help"], "hugepool-demo.1", ignore=("--help",))
