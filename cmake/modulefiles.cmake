@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Environment modules for an installed prefix: an Lmod (Lua) and a Tcl
-# modulefile for hugepool (PATH, MANPATH, CMAKE_PREFIX_PATH, PKG_CONFIG_PATH;
+# modulefile for hugepool (PATH, MANPATH, CMAKE_PREFIX_PATH, PKG_CONFIG_PATH,
+# PYTHONPATH when the Python package is built;
 # no LD_LIBRARY_PATH: installed programs find the library by RUNPATH,
 # programs built with find_package by theirs, and those built with
 # `pkg-config --libs hugepool` by the -rpath in its Libs) and for hugepool-preload
@@ -29,6 +30,14 @@ if(TARGET hugepool_mpi_preload)
   set(HP_MODULE_MPI_HELP " and its MPI entry points (MPI_Alloc_mem on\nhugetlb pages)")
   set(HP_MODULE_MPI_LUA "prepend_path(\"LD_PRELOAD\", pathJoin(lib, \"libhugepool_mpi_preload.so\"))\n")
   set(HP_MODULE_MPI_TCL "prepend-path LD_PRELOAD $lib/libhugepool_mpi_preload.so\n")
+endif()
+# The Python package: importable by any interpreter of its version once the
+# module is loaded, wherever the prefix is (python/CMakeLists.txt).
+set(HP_MODULE_PY_LUA "")
+set(HP_MODULE_PY_TCL "")
+if(TARGET hugepool_python)
+  set(HP_MODULE_PY_LUA "prepend_path(\"PYTHONPATH\", pathJoin(prefix, \"${HUGEPOOL_PYTHON_SITEDIR}\"))\n")
+  set(HP_MODULE_PY_TCL "prepend-path PYTHONPATH $prefix/${HUGEPOOL_PYTHON_SITEDIR}\n")
 endif()
 set(_lua_dir ${CMAKE_INSTALL_DATAROOTDIR}/lmod/modulefiles)
 set(_tcl_dir ${CMAKE_INSTALL_DATAROOTDIR}/modulefiles)

@@ -36,11 +36,34 @@ node peer's segment).
 
 import sys as _sys
 
-import numpy as _np
+from ._version import BUILT_FOR as _BUILT_FOR, BUILT_WITH as _BUILT_WITH, __version__
 
-from . import _core
+
+def _interpreter():
+    return f"Python {_sys.version_info[0]}.{_sys.version_info[1]} ({_sys.executable})"
+
+
+try:
+    import numpy as _np
+except ImportError as _e:
+    raise ImportError(
+        f"hugepool {__version__} needs numpy, which {_interpreter()} cannot import ({_e}); "
+        f"install it for this interpreter (Debian: apt install python3-numpy; else: "
+        f"{_sys.executable} -m pip install numpy), or run the interpreter hugepool was built "
+        f"for: {_BUILT_WITH}", name=_e.name) from _e
+
+try:
+    from . import _core
+except ImportError as _e:
+    if f"{_sys.version_info[0]}.{_sys.version_info[1]}" != _BUILT_FOR:
+        raise ImportError(
+            f"hugepool {__version__} was built for Python {_BUILT_FOR} ({_BUILT_WITH}), "
+            f"and this is {_interpreter()}: run that interpreter, or rebuild hugepool with "
+            f"-DPython3_EXECUTABLE={_sys.executable}", name=_e.name) from _e
+    raise
 
 __all__ = [
+    "__version__",
     "empty", "zeros", "empty_like", "zeros_like", "is_hugepool", "is_pinned", "buffer_of",
     "stats", "stats_text", "trim", "pool_free_pages",
     "set_policy", "get_policy", "set_page_size", "get_page_size", "set_cache_limits",

@@ -37,3 +37,19 @@ a[:] = 1
 assert on_hugetlb(a.__array_interface__["data"][0], a.nbytes)
 print(f"install test: hugepool imported from {os.path.dirname(hugepool.__file__)}, libhugepool from {libs[0]}")
 PY
+# A python3 without numpy (often the first on PATH is not the system's) gets
+# an ImportError that says what is missing and what to do, not a bare
+# ModuleNotFoundError from inside the package.
+mkdir -p "$tmp/no-numpy/numpy"
+echo 'raise ModuleNotFoundError("No module named numpy", name="numpy")' >"$tmp/no-numpy/numpy/__init__.py"
+out=$(PYTHONPATH=$tmp/no-numpy:$(dirname "$site") "$python" -c 'import hugepool' 2>&1) && {
+  echo "FAIL: hugepool imported without numpy"
+  exit 1
+}
+grep -q 'hugepool .* needs numpy, which Python 3\.[0-9]* (.*) cannot import.*python3-numpy' <<<"$out" ||
+  { echo "FAIL: the error without numpy: $out"; exit 1; }
+echo "install test: without numpy: $(tail -n 1 <<<"$out")"
+ver=$(PYTHONPATH=$(dirname "$site") "$python" -c 'import hugepool; print(hugepool.__version__)')
+[[ $ver == "$(sed -n 's/^project(hugepool VERSION \([0-9.]*\).*/\1/p' "$here/../../CMakeLists.txt")" ]] ||
+  { echo "FAIL: hugepool.__version__ is '$ver'"; exit 1; }
+echo "install test: hugepool.__version__ $ver"

@@ -35,7 +35,7 @@ done
 check_flavour() { # $1: lua|tcl, $2: module directory, $3: lmod or a modulecmd.tcl
   local kind=$1 dir=$2 impl=${3:-lmod}
   (
-    unset CMAKE_PREFIX_PATH PKG_CONFIG_PATH LD_PRELOAD MODULEPATH LOADEDMODULES _LMFILES_ MODULESHOME
+    unset CMAKE_PREFIX_PATH PKG_CONFIG_PATH PYTHONPATH LD_PRELOAD MODULEPATH LOADEDMODULES _LMFILES_ MODULESHOME
     for v in $(env | grep -o '^HUGEPOOL_[A-Z0-9_]*'); do unset "$v"; done
     export PATH=/usr/bin:/bin MANPATH=
     if [[ $impl == lmod ]]; then
@@ -53,6 +53,12 @@ check_flavour() { # $1: lua|tcl, $2: module directory, $3: lmod or a modulecmd.t
     man -w hugepool-run 2>/dev/null | grep -q "^$p/" || { echo "FAIL $kind: man hugepool-run: $(man -w hugepool-run 2>&1)"; ok=0; }
     man -w ls >/dev/null 2>&1 || { echo "FAIL $kind: the system's man pages are out of reach"; ok=0; }
     [[ $(pkg-config --modversion hugepool 2>&1) =~ ^[0-9] ]] || { echo "FAIL $kind: pkg-config hugepool"; ok=0; }
+    # The Python package, with nothing but the module loaded (PYTHONPATH was
+    # unset above), from the moved prefix.
+    if [[ -n $(find "$p" -path '*-packages/hugepool/__init__.py' 2>/dev/null) ]]; then
+      out=$(cd "$tmp" && /usr/bin/python3 -c 'import hugepool; print(hugepool.__version__, hugepool.__file__)' 2>&1)
+      [[ $out =~ ^[0-9]+\.[0-9]+\.[0-9]+\ $p/ ]] || { echo "FAIL $kind: import hugepool: $out"; ok=0; }
+    fi
     # A program built with pkg-config runs, with no LD_LIBRARY_PATH: the
     # .pc's Libs carry the -rpath to the (moved) prefix's library.
     printf '#include <hugepool/hugepool.h>\nint main(void) { return hugepool_get_page_size() == 0; }\n' >"$tmp/$kind.c"
@@ -84,7 +90,7 @@ CM
     ! grep -q "libhugepool_preload.so" <<<"$out" || { echo "FAIL $kind: still preloaded after unload"; ok=0; }
     module unload hugepool
     [[ -z $(command -v hugepool-run) ]] || { echo "FAIL $kind: hugepool-run still on PATH after unload"; ok=0; }
-    ((ok)) && echo "ok   $kind modulefiles: load, hugepool-run, man, pkg-config (a program built and run), find_package, preload, unload"
+    ((ok)) && echo "ok   $kind modulefiles: load, hugepool-run, man, pkg-config (a program built and run), find_package, import hugepool, preload, unload"
     ((ok))
   ) || fails=$((fails + 1))
 }
