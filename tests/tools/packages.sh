@@ -23,8 +23,9 @@
 set -euo pipefail
 src=$1
 work=$2
-pkgs=(libhugepool0 libhugepool-dev libhugepool-mpi0 libhugepool-mpi-dev hugepool-tools hugepool-helper hugepool-slurm
-  python3-hugepool libhugepool-fortran0 libhugepool-fortran-dev)
+pkgs=(libhugepool0 libhugepool-dev libhugepool-mpi0 libhugepool-mpi-dev libhugepool-mpi-openmpi0
+  libhugepool-mpi-openmpi-dev hugepool-tools hugepool-helper hugepool-slurm python3-hugepool libhugepool-fortran0
+  libhugepool-fortran-dev libhugepool-fortran-mpi0 libhugepool-fortran-mpi-dev)
 cache=/var/cache/hugepool-tests
 fails=0
 pass() { echo "ok   $*"; }
@@ -55,10 +56,19 @@ names=$(for d in "${debs[@]}"; do dpkg-deb -f "$d" Package; done | sort | tr '\n
 want=$(printf '%s\n' "${pkgs[@]}" | sort | tr '\n' ' ')
 if [[ ! -f /usr/include/slurm/spank.h ]]; then want=${want/hugepool-slurm /}; fi
 if ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then want=${want/python3-hugepool /}; fi
-if ! command -v gfortran >/dev/null; then want=${want/libhugepool-fortran-dev /}; want=${want/libhugepool-fortran0 /}; fi
+if ! command -v gfortran >/dev/null; then
+  for p in libhugepool-fortran-dev libhugepool-fortran0 libhugepool-fortran-mpi-dev libhugepool-fortran-mpi0; do
+    want=${want/$p /}
+  done
+fi
 if ! grep -q 'libhugepool-mpi0' <<<"$names" && ! command -v mpicc >/dev/null; then
-  want=${want/libhugepool-mpi-dev /}
-  want=${want/libhugepool-mpi0 /}
+  for p in libhugepool-mpi-dev libhugepool-mpi0 libhugepool-fortran-mpi-dev libhugepool-fortran-mpi0; do
+    want=${want/$p /}
+  done
+fi
+if ! command -v mpicc.openmpi >/dev/null; then
+  want=${want/libhugepool-mpi-openmpi-dev /}
+  want=${want/libhugepool-mpi-openmpi0 /}
 fi
 [[ $names == "$want" ]] && pass "cpack built: $names" || fail "cpack built '$names', expected '$want'"
 holds() { # (grep -q on a pipe would end dpkg-deb early: pipefail)
@@ -75,7 +85,9 @@ for pair in "libhugepool-mpi0 /libhugepool_mpi.so.0" "libhugepool-mpi-dev /libhu
   "python3-hugepool ./usr/lib/python3/dist-packages/hugepool/__init__.py\$" \
   "python3-hugepool ./usr/lib/python3/dist-packages/hugepool/_core.*\.so\$" \
   "libhugepool-fortran0 /libhugepool_fortran.so.0 -> " "libhugepool-fortran-dev /hugepool/fortran/.*/hugepool.mod\$" \
-  "libhugepool-fortran-dev /hugepool-fortran.pc\$" "libhugepool-fortran-dev /libhugepool_fortran.so -> "; do
+  "libhugepool-fortran-dev /hugepool-fortran.pc\$" "libhugepool-fortran-dev /libhugepool_fortran.so -> " \
+  "libhugepool-mpi-openmpi0 /libhugepool_mpi_openmpi.so.0" "libhugepool-mpi-openmpi-dev /hugepool-mpi-openmpi.pc\$" \
+  "libhugepool-fortran-mpi0 /libhugepool_fortran_mpi.so.0 -> " "libhugepool-fortran-mpi-dev /hugepool_mpi.mod\$"; do
   set -- $pair
   [[ -n $(deb_of "$1") ]] || continue
   holds "$1" "$2" && pass "$1 holds $2" || fail "$1 lacks $2"
@@ -125,12 +137,25 @@ if [[ -n $(deb_of python3-hugepool) ]]; then
   grep -q "python3 (>= $py~)" <<<"$dep" && grep -q python3-numpy <<<"$dep" &&
     pass "python3-hugepool depends on python3 $py and numpy" || fail "python3-hugepool: Depends $dep"
 fi
+# Each package pulls in only the runtime it needs: an MPICH site gets no
+# Open MPI, a serial Fortran user no MPI, a login node no slurmd.
+deps_of() { # the Depends of package $1 (empty where it was not built)
+  [[ -n $(deb_of "$1") ]] && dpkg-deb -f "$(deb_of "$1")" Depends || true
+}
+for rule in "libhugepool-mpi0 openmpi" "libhugepool-mpi-dev openmpi" "libhugepool-mpi-openmpi0 mpich" \
+  "libhugepool-fortran0 mpi" "libhugepool-fortran-dev mpi" "hugepool-slurm slurmd"; do
+  set -- $rule
+  [[ -n $(deb_of "$1") ]] || continue
+  dep=$(deps_of "$1")
+  grep -q "$2" <<<"$dep" && fail "$1 depends on $2: $dep" || pass "$1 needs no $2 ($dep)"
+done
+[[ -z $(deb_of libhugepool-mpi0) ]] || grep -q libmpich <<<"$(deps_of libhugepool-mpi0)" ||
+  fail "libhugepool-mpi0 does not depend on MPICH's library: $(deps_of libhugepool-mpi0)"
 if [[ -n $(deb_of hugepool-slurm) ]]; then
-  dpkg-deb -f "$(deb_of hugepool-slurm)" Depends | grep -q slurmd && pass "hugepool-slurm depends on slurmd" ||
-    fail "hugepool-slurm: Depends $(dpkg-deb -f "$(deb_of hugepool-slurm)" Depends)"
   snippet=$(dpkg-deb --fsys-tarfile "$(deb_of hugepool-slurm)" | tar -xO ./etc/slurm/plugstack.conf.d/hugepool.conf)
-  grep -q "^required /usr/lib/.*/slurm-wlm/hugepool_spank.so" <<<"$snippet" &&
-    pass "plugstack.conf.d snippet names the plugin" || fail "plugstack snippet: $snippet"
+  grep -q "^#required /usr/lib/.*/slurm-wlm/hugepool_spank.so" <<<"$snippet" && ! grep -q '^[^#]' <<<"$snippet" &&
+    pass "plugstack.conf.d snippet names the plugin, enabled by no line until the admin chooses" ||
+    fail "plugstack snippet: $snippet"
 fi
 
 # ---- 2. lintian ----
@@ -162,7 +187,8 @@ clean_root() {
   cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
   mkdir -p "$root/tmp/debs"
   local inst=()
-  for p in libhugepool0 libhugepool-dev hugepool-tools hugepool-helper; do
+  for p in libhugepool0 libhugepool-dev hugepool-tools hugepool-helper libhugepool-mpi0; do
+    [[ -n $(deb_of $p) ]] || continue
     cp "$(deb_of $p)" "$root/tmp/debs/" && inst+=("/tmp/debs/$(basename "$(deb_of $p)")")
   done
   mount -t proc proc "$root/proc"
@@ -174,10 +200,16 @@ clean_root() {
     return
   fi
   if in_root apt-get install -y -qq --no-install-recommends "${inst[@]}" >>"$work/root-apt.log" 2>&1; then
-    pass "clean root: apt installs libhugepool0, -dev, hugepool-tools, hugepool-helper with their declared dependencies"
+    pass "clean root: apt installs libhugepool0, -dev, hugepool-tools, hugepool-helper, libhugepool-mpi0 with their declared dependencies"
   else
     fail "clean root: apt-get install: $(tail -n 15 "$work/root-apt.log")"
     return
+  fi
+  if [[ -n $(deb_of libhugepool-mpi0) ]]; then
+    local mpis
+    mpis=$(in_root dpkg-query -W -f '${Package}\n' | grep -E 'openmpi|mpich' | tr '\n' ' ')
+    [[ $mpis == *libmpich* && $mpis != *openmpi* ]] && pass "clean root: libhugepool-mpi0 brought MPICH alone ($mpis)" ||
+      fail "clean root: MPI packages after libhugepool-mpi0: $mpis"
   fi
   out=$(in_root hugepool --version 2>&1) && pass "clean root: hugepool --version: $out" || fail "clean root: hugepool: $out"
   out=$(in_root hugepool doctor 2>&1) || true
@@ -209,7 +241,7 @@ clean_root() {
     fail "clean root: no reserve.conf"
   in_root getent group hugepool-users >/dev/null && grep -qx 'group hugepool-users' "$root/etc/hugepool/reserve.conf" &&
     pass "clean root: the group reserve.conf names, hugepool-users, exists" || fail "clean root: no group hugepool-users"
-  if in_root dpkg --purge hugepool-helper hugepool-tools libhugepool-dev libhugepool0 >>"$work/root-apt.log" 2>&1; then
+  if in_root dpkg --purge hugepool-helper hugepool-tools libhugepool-dev libhugepool-mpi0 libhugepool0 >>"$work/root-apt.log" 2>&1; then
     pass "clean root: dpkg --purge"
   else fail "clean root: purge: $(tail -n 10 "$work/root-apt.log")"; fi
   local left=()
