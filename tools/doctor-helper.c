@@ -180,7 +180,13 @@ static const char *find_helper(void) {
 /* The helper is optional: nothing about it stops an allocation, so its
  * problems never fail the verdict.  They are notes, and warnings when the
  * pool is short (then the helper is the user's way to grow it). */
-static enum dr_severity helper_sev = DR_INFO;
+/* The helper is optional: its installation problems are notes with their
+ * fix, whatever the pool.  What stops this user from reserving pages through
+ * it (not installed, not in its group, outside a job, over the site's limit)
+ * is a note too, and a warning when the pool is short: then it is what
+ * stands between the user and the pages the job needs. */
+static const enum dr_severity helper_sev = DR_INFO;
+static enum dr_severity use_sev = DR_INFO;
 
 static void check_owned(const char *path, int dir, mode_t mode, uid_t uid, gid_t gid, const char *gname, int *bad) {
   struct stat st;
@@ -234,8 +240,11 @@ static int check_helper_binary(const char *bin, struct stat *out, char *gname, s
   dr_kv_num("mode", (long long)(st.st_mode & 07777));
   char fix[800];
   if (!S_ISREG(st.st_mode) || st.st_uid != 0 || st.st_gid == 0 || (st.st_mode & 07777) != 02711) {
-    (void)snprintf(fix, sizeof fix, "%schown root:%s %s && chmod 2711 %s   (as root)",
-                   st.st_gid == 0 ? "groupadd --system hugepool; " : "", expect_group, bin, bin);
+    gid_t have;
+    int make_group = st.st_gid == 0 && group_gid(expect_group, &have) != 0;
+    (void)snprintf(fix, sizeof fix, "%s%s%schown root:%s %s && chmod 2711 %s   (as root)",
+                   make_group ? "groupadd --system " : "", make_group ? expect_group : "", make_group ? "; " : "",
+                   expect_group, bin, bin);
     dr_problem(helper_sev, fix,
                "%s must be owned by root, setgid to its own group (not root), mode 2711 (it is uid %lu, group %s, "
                "mode %04o)",
@@ -354,7 +363,7 @@ static const char *helper_may_use(int bad, int cfg_ok, const struct reserve_conf
   char fix[800];
   const char *may = "no";
   if (bad) {
-    may = "no (installation problems above)";
+    may = "no (its installation problems are listed below)";
   } else if (!cfg_ok) {
     may = "no (config)";
   } else if (uid == 0) {
@@ -371,12 +380,12 @@ static const char *helper_may_use(int bad, int cfg_ok, const struct reserve_conf
       may = "no (its group does not exist)";
     } else if (!caller_in_group(ugid)) {
       (void)snprintf(fix, sizeof fix, "usermod -aG %s %s   (as root; %s logs in again)", cfg.group, me, me);
-      dr_problem(helper_sev, fix, "user %s is not in group '%s': the helper refuses them", me,
+      dr_problem(use_sev, fix, "user %s is not in group '%s': the helper refuses them", me,
                  cfg.group);
       may = "no (not in its group)";
     } else if (cfg.require_job) {
       if (!in_own_job()) {
-        dr_problem(helper_sev,
+        dr_problem(use_sev,
                    "srun --hugepages=N ...   (or run hugepool-reserve inside your job)",
                    "the config requires a Slurm job of yours on this node (require_job yes) and this shell is not in "
                    "one: the helper refuses until it is");
@@ -393,7 +402,7 @@ static const char *helper_may_use(int bad, int cfg_ok, const struct reserve_conf
 
 void dr_check_helper(const struct dr_need *need, int pool_short) {
   dr_section("helper", "hugepool-reserve (pool helper for users without root)");
-  helper_sev = pool_short ? DR_WARNING : DR_INFO;
+  use_sev = pool_short ? DR_WARNING : DR_INFO;
   const char *bin = find_helper();
   uid_t uid = getuid();
   char me[64];
@@ -403,7 +412,7 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
     dr_row("not installed");
     dr_kv_str("installed", "no");
     if (pool_short && geteuid() != 0)
-      dr_problem(DR_WARNING,
+      dr_problem(use_sev,
                  "install the hugepool-helper package, or run setuid-helper/install.sh from hugepool's source "
                  "tree   (as root)",
                  "the pool is short and hugepool-reserve is not installed: only root can grow the pool");
@@ -418,7 +427,7 @@ void dr_check_helper(const struct dr_need *need, int pool_short) {
   if (st.st_gid != 0) check_helper_state(st.st_gid, gname, &bad);
   const char *may = helper_may_use(bad, cfg_ok, cfg, uid, me);
   if (cfg_ok && want > cfg.max_pages)
-    dr_problem(helper_sev, "", "the job needs %llu 2 MB pages; the site allows one user %llu through the helper", want,
+    dr_problem(use_sev, "", "the job needs %llu 2 MB pages; the site allows one user %llu through the helper", want,
                cfg.max_pages);
   dr_row("may %s use it: %s", me, may);
   dr_kv_str("user", me);

@@ -39,7 +39,9 @@ static const char usage_text[] =
     "\n"
     "options:\n"
     "      --json        one JSON object instead of text\n"
-    "      --need SIZE   memory each process of the job puts on hugetlb pages (K/M/G/T);\n"
+    "      --need SIZE   memory each process of the job puts on hugetlb pages: a size\n"
+    "                    with its unit (512M, 4G; K/M/G/T), or a bare number of 2 MB\n"
+    "                    pages as hugepool-reserve takes them (--need 8: 8 pages, 16 MiB);\n"
     "                    the pool is checked against it (default: one free 2 MB page)\n"
     "      --ranks N     MPI ranks on this node: N times the need, plus the 3 pages per\n"
     "                    rank UCX's own shared memory takes from the pool\n"
@@ -119,6 +121,16 @@ static int parse_size(const char *s, unsigned long long *bytes) {
   return 0;
 }
 
+/* --need's value in 2 MB pages: a bare number is pages (as hugepool-reserve
+ * counts them), a number with a unit is bytes rounded up to pages. */
+static int need_pages(const char *s, unsigned long long *pages) {
+  unsigned long long v;
+  if (parse_size(s, &v) != 0) return -1;
+  size_t n = strlen(s);
+  *pages = s[n - 1] >= '0' && s[n - 1] <= '9' ? v : (v + (2ULL << 20) - 1) >> 21;
+  return 0;
+}
+
 /* "--name VALUE" or "--name=VALUE" at argv[*i]: the value (advancing *i past
  * a separate one), or NULL. */
 static const char *opt_value(int argc, char **argv, int *i, const char *name) {
@@ -162,12 +174,11 @@ int hugepool_doctor_main(int argc, char **argv) {
       continue;
     }
     if ((val = opt_value(argc, argv, &i, "--need")) != NULL) {
-      unsigned long long b;
-      if (parse_size(val, &b) != 0) {
-        (void)fprintf(stderr, "hugepool doctor: bad size '%s' (e.g. 4G, 512M)\n", val);
+      if (need_pages(val, &per_rank) != 0) {
+        (void)fprintf(stderr, "hugepool doctor: bad size '%s' (a size with its unit: 4G, 512M; or a number of 2 MB pages)\n",
+                      val);
         return 2;
       }
-      per_rank = (b + (2ULL << 20) - 1) >> 21;
       continue;
     }
     if ((val = opt_value(argc, argv, &i, "--root")) != NULL) {
@@ -185,8 +196,9 @@ int hugepool_doctor_main(int argc, char **argv) {
   need.pages_2m = (ranks ? ranks : 1) * per_rank + ucx;
   dr_section("need", "what the job needs from the 2 MB pool");
   if (need.pages_2m) {
-    dr_row("%llu pages: %llu rank%s x %llu pages of buffers%s", need.pages_2m, ranks ? ranks : 1, ranks > 1 ? "s" : "",
-           per_rank, ranks ? " + 3 per rank for UCX's shared memory" : "");
+    dr_row("%llu page%s: %llu rank%s x %llu page%s of buffers%s", need.pages_2m, need.pages_2m == 1 ? "" : "s",
+           ranks ? ranks : 1, ranks > 1 ? "s" : "", per_rank, per_rank == 1 ? "" : "s",
+           ranks ? " + 3 per rank for UCX's shared memory" : "");
     dr_kv_num("pages", (long long)need.pages_2m);
     dr_kv_num("ranks", (long long)(ranks ? ranks : 1));
     dr_kv_num("buffer_pages_per_rank", (long long)per_rank);

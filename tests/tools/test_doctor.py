@@ -284,13 +284,34 @@ def fake_trees():
           f"valid HUGEPOOL_* values: no problem ({rep and rep['problems']})")
     shutil.rmtree(root)
 
-    # The helper is optional: what is wrong with it is a note with its fix
-    # (a warning when the pool is short), never a failed verdict.
+    # The helper is optional: what is wrong with it is a note with its fix,
+    # never a failed verdict.
     b = "/usr/local/bin/hugepool-reserve"
     scenario("helper setuid root instead of setgid", lambda r: os.chmod(os.path.join(r, b[1:]), 0o4755),
              "note", "mode 2711", f"chmod 2711 {b}")
-    scenario("helper group root", lambda r: os.chown(os.path.join(r, b[1:]), 0, 0), "note", "setgid to its own group",
-             "groupadd --system hugepool")
+    scenario("helper group root, its group exists", lambda r: os.chown(os.path.join(r, b[1:]), 0, 0), "note",
+             "setgid to its own group", f"chown root:hugepool {b} && chmod 2711 {b}   (as root)")
+
+    def no_group(r):
+        os.chown(os.path.join(r, b[1:]), 0, 0)
+        put(r, "/etc/group", f"root:x:0:\nhugepool-users:x:{USERS_GID}:\nnogroup:x:65534:\n")
+    scenario("helper group root, no group hugepool", no_group, "note", "setgid to its own group",
+             f"groupadd --system hugepool; chown root:hugepool {b}")
+    # A short pool leaves the helper's installation problems notes: the
+    # shortage is the error, with its own fix.
+    scenario("helper problem on a short pool", lambda r: os.chmod(os.path.join(r, b[1:]), 0o4755), "note", "mode 2711",
+             f"chmod 2711 {b}", rc=1, args=("--need", "2000"))
+    # --need: a bare number is 2 MB pages (as hugepool-reserve counts), a
+    # number with a unit is bytes.
+    for val, pages in (("8", 8), ("8M", 4), ("1", 1), ("3G", 1536)):
+        root = tempfile.mkdtemp(prefix="doctor-")
+        try:
+            healthy_tree(root)
+            _, rep, err = doctor(root, "--need", val)
+            got = rep and rep["need"] and rep["need"][0].get("pages")
+            check(got == pages, f"--need {val} is {pages} pages (got {got}; {err.strip()[:200]})")
+        finally:
+            shutil.rmtree(root)
     scenario("helper on a nosuid mount",
              lambda r: put(r, "/proc/mounts", "/dev/vda1 / ext4 rw 0 0\n/dev/vdb /usr/local ext4 rw,nosuid 0 0\n"),
              "note", "mounted nosuid", "mount -o remount,suid /usr/local")
