@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -143,6 +144,27 @@ void stats_snapshot(hugepool_stats *out) {
   pthread_mutex_unlock(&hp_lock);
 }
 
+/* When this process started and now, in seconds since the epoch (0 where
+ * unknown): hugepool-stats tells ranks that ran together from ranks that
+ * ran one after another.  The start is the kernel's (field 22 of
+ * /proc/self/stat, clock ticks after boot), carried onto the wall clock
+ * through CLOCK_BOOTTIME. */
+static void run_times(double *started, double *now) {
+  struct timespec real, boot;
+  clock_gettime(CLOCK_REALTIME, &real);
+  clock_gettime(CLOCK_BOOTTIME, &boot);
+  *now = (double)real.tv_sec + (double)real.tv_nsec / 1e9;
+  *started = 0;
+  char stat[1024];
+  long hz = sysconf(_SC_CLK_TCK);
+  if (os_read_file("/proc/self/stat", stat, sizeof(stat)) <= 0 || hz <= 0) return;
+  const char *p = strrchr(stat, ')'); /* the command name may hold spaces */
+  for (int field = 2; p && field < 22; field++) p = strchr(p + 1, ' ');
+  unsigned long long ticks = p ? strtoull(p + 1, NULL, 10) : 0;
+  double boot_s = (double)boot.tv_sec + (double)boot.tv_nsec / 1e9;
+  if (ticks) *started = *now - boot_s + (double)ticks / (double)hz;
+}
+
 int stats_snprint(char *buf, size_t len, hugepool_stats_format format) {
   hugepool_stats st;
   stats_snapshot(&st);
@@ -159,11 +181,14 @@ int stats_snprint(char *buf, size_t len, hugepool_stats_format format) {
   record_ids(host, job, &lrank);
   size_t page = hp_current_page_size();
   long pool_pages = os_pool_total(page, -1); /* the node's pool (-1: unknown) */
+  double started, written;
+  run_times(&started, &written);
   if (format == HUGEPOOL_STATS_JSON) {
     emit(&s, "{\"pid\": %ld, \"rank\": %ld, \"policy\": \"%s\", \"page_size\": %zu", (long)getpid(), rank, policy,
          page);
     emit(&s, ", \"local_rank\": %ld, \"host\": \"%s\", \"job\": \"%s\", \"version\": \"%s\", \"pool_pages\": %ld",
          lrank, host, job, HP_VERSION_TEXT, pool_pages);
+    emit(&s, ", \"started\": %.3f, \"written\": %.3f", started, written);
 #define HP_JSON(field, label) emit(&s, ", \"%s\": %llu", #field, (unsigned long long)st.field);
     HP_STAT_FIELDS(HP_JSON)
 #undef HP_JSON
@@ -174,9 +199,11 @@ int stats_snprint(char *buf, size_t len, hugepool_stats_format format) {
     if (rank >= 0) (void)snprintf(rank_text, sizeof(rank_text), ", rank %ld", rank);
     if (lrank >= 0) (void)snprintf(rank_text + strlen(rank_text), sizeof(rank_text) - strlen(rank_text),
                                    ", local rank %ld", lrank);
-    emit(&s, "hugepool statistics (pid %ld%s, host %s%s%s, version %s, policy %s, page size %zu KiB, pool pages %ld)\n",
-         (long)getpid(), rank_text, host, job[0] ? ", job " : "", job, HP_VERSION_TEXT, policy,
-         page >> 10, pool_pages);
+    emit(&s,
+         "hugepool statistics (pid %ld%s, host %s%s%s, version %s, policy %s, page size %zu KiB, pool pages %ld, "
+         "started %.3f, written %.3f)\n",
+         (long)getpid(), rank_text, host, job[0] ? ", job " : "", job, HP_VERSION_TEXT, policy, page >> 10,
+         pool_pages, started, written);
     char size[32];
 #define HP_TEXT(field, label)                                        \
   if (strstr(#field, "bytes")) {                                     \

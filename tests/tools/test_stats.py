@@ -18,6 +18,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HUGEPOOL, RUN, PROG, WITH_POOL = (os.path.abspath(a) for a in sys.argv[1:5])
 # hugepool-stats runs the first python3 on PATH (#!/usr/bin/env python3, so
@@ -102,6 +103,36 @@ def text_table(files, txt):
             same = m.group(1) == m.group(3)
         check(m is not None and (m.group(4) == "all") == same,
               f"rank column says 'all' exactly when min equals max: {' '.join(cols)}")
+
+
+def timed(work, base):
+    """Ranks that ran one after another: their peaks are not added up.  Ranks
+    0 and 1 overlap (10 + 20 pages), rank 2 runs after both (25 pages): the
+    node's peak is 30, not 55.  Then a second job's rank 0: a warning that
+    two files carry one label."""
+    page = 2 << 20
+    files = []
+    for i, (rank, pages, start, end, job_id) in enumerate(((0, 10, 100.0, 200.0, "7"), (1, 20, 150.0, 250.0, "7"),
+                                                         (2, 25, 300.0, 400.0, "7"), (0, 5, 500.0, 600.0, "8"))):
+        rec = dict(base, pid=1000 + i, rank=rank, bytes_mapped_peak=pages * page, started=start, written=end,
+                   job=job_id, host="nodeA", preload_fallback_bytes=0)
+        path = os.path.join(work, f"timed.{i}")
+        with open(path, "w") as f:
+            f.write(json.dumps(rec) + "\n")
+        files.append(path)
+    rep = merged(files[:3])
+    node = rep.get("nodes", {}).get("nodeA", {})
+    check(node.get("pool_pages_at_peak") == 30 and node.get("hugepages_needed") == 30,
+          f"ranks one after another: peak {node.get('pool_pages_at_peak')}, needed {node.get('hugepages_needed')}"
+          " = 30 (10 + 20 together, 25 later), not the sum 55")
+    check(node.get("ranks_ran_together") is False, "the node's ranks are reported as not all running at once")
+    p = subprocess.run([HUGEPOOL + "-stats", *files[:3]], capture_output=True, text=True)
+    check("did not all run at the same time on: nodeA" in p.stdout, "the text report says which ranks ran apart")
+    p = subprocess.run([HUGEPOOL + "-stats", *files], capture_output=True, text=True)
+    check(p.returncode == 0 and "rank 0 on nodeA comes from 2 files" in p.stderr and "job 7/8" in p.stderr,
+          f"a rank label from two jobs: warned ({p.stderr.strip()[:300]})")
+    for f in files:
+        os.unlink(f)
 
 
 def broken_pipe(files):
@@ -210,6 +241,13 @@ def main():
             p = subprocess.run([HUGEPOOL + "-stats", "--png", png, *files], capture_output=True, text=True, env=env)
             check(p.returncode == 2 and "(running hugepool-stats)" in p.stderr and "python3-matplotlib" in p.stderr,
                   f"--png without matplotlib anywhere: exit 2, the interpreter named ({p.stderr.strip()[:300]})")
+
+        # Each record says when its process started and when it wrote the
+        # record (the kernel's start time, the wall clock at exit).
+        now = time.time()
+        check(all(0 < now - 600 < recs[r]["started"] <= recs[r]["written"] <= now + 1 for r in recs),
+              f"records carry their process's start and end: {[(recs[r]['started'], recs[r]['written']) for r in recs]}")
+        timed(work, recs[0])
 
         # Files of processes that made no hugepool allocation are ignored.
         empty = os.path.join(work, "hp.norank")
