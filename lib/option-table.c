@@ -36,7 +36,7 @@ static const hp_option_desc table[HP_OPT_COUNT] = {
                                   "most freed buffers kept for reuse (0 disables the cache; at most 1048576)"),
     [HP_OPT_CACHE_BYTES] = SIZE("HUGEPOOL_CACHE_BYTES", 1LL << 30, 1LL << 50,
                                  "most bytes kept in freed buffers; in an MPI job, never beyond the rank's share of the "
-                                 "node's pool (see \"One pool, many ranks\")"),
+                                 "node's pool (see \"One pool, many ranks\" in hugepool-run(1))"),
     [HP_OPT_STATS] = CHOICE("HUGEPOOL_STATS", HP_STATS_OFF, HP_STATS_OFF, "0|1|json", 0,
                             "`1`: print statistics as text at exit; `json`: as one JSON line"),
     [HP_OPT_STATS_FILE] = TEXT("HUGEPOOL_STATS_FILE",

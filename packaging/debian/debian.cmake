@@ -206,6 +206,10 @@ if(HUGEPOOL_INSTALL_DEBIAN_LAYOUT)
     install(FILES ${_deb}/copyright ${_deb}/changelog.gz
       DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${CPACK_DEBIAN_${_C}_PACKAGE_NAME} COMPONENT ${comp})
   endforeach()
+  # The README (what hugepool-run --help and the man pages point to beyond
+  # themselves), compressed as Debian policy 12.3 wants it.
+  execute_process(COMMAND gzip -9n -c ${PROJECT_SOURCE_DIR}/README.md OUTPUT_FILE ${_deb}/README.md.gz)
+  install(FILES ${_deb}/README.md.gz DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/hugepool-tools COMPONENT tools)
   # lintian's overrides, each with the reason in its comment.
   foreach(comp IN LISTS CPACK_COMPONENTS_ALL)
     string(TOUPPER ${comp} _C)
@@ -216,6 +220,7 @@ if(HUGEPOOL_INSTALL_DEBIAN_LAYOUT)
   endforeach()
 else()
   install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT lib)
+  install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT tools)
 endif()
 
 # The helper's config (a conffile), its boot rule and maintainer scripts,

@@ -81,6 +81,8 @@ for pair in "libhugepool-mpi0 /libhugepool_mpi.so.0" "libhugepool-mpi-dev /libhu
   "libhugepool-mpi-dev /include/hugepool/mpi.h\$" "libhugepool-dev /include/hugepool/hugepool.h\$" \
   "hugepool-helper ./etc/hugepool/reserve.conf\$" "hugepool-helper ./usr/lib/tmpfiles.d/hugepool.conf\$" \
   "hugepool-slurm ./etc/slurm/plugstack.conf.d/hugepool.conf\$" "hugepool-tools /man1/hugepool-demo.1.gz\$" \
+  "hugepool-tools /doc/hugepool-tools/README.md.gz\$" "hugepool-tools /bash-completion/completions/hugepool-run\$" \
+  "hugepool-helper /bash-completion/completions/hugepool-reserve\$" \
   "libhugepool-dev /man3/hugepool_alloc.3.gz -> hugepool.3.gz\$" "libhugepool-dev /man3/hugepool_segment_map.3.gz -> " \
   "python3-hugepool ./usr/lib/python3/dist-packages/hugepool/__init__.py\$" \
   "python3-hugepool ./usr/lib/python3/dist-packages/hugepool/_core.*\.so\$" \
