@@ -270,11 +270,18 @@ static int check_helper_config(struct reserve_config *out, int *bad) {
   char text[RESERVE_CONF_MAX + 2];
   struct stat cs;
   if (dr_lstat(DOCTOR_RESERVE_CONF, &cs) != 0) {
-    dr_problem(helper_sev,
-               "install -d -m 0755 /etc/hugepool && printf '%s\\n' 'max_pages 4096' 'max_fraction 0.5' "
-               "'min_free_mb 2048' 'group hugepool-users' 'require_job no' > " DOCTOR_RESERVE_CONF
-               " && chmod 0644 " DOCTOR_RESERVE_CONF "   (as root, then adjust the limits)",
-               "the helper's config %s is missing: it refuses every request", DOCTOR_RESERVE_CONF);
+    /* The directory of the config the helper was built with. */
+    char dir[sizeof DOCTOR_RESERVE_CONF];
+    (void)snprintf(dir, sizeof dir, "%s", DOCTOR_RESERVE_CONF);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) *slash = '\0';
+    char fix[800];
+    (void)snprintf(fix, sizeof fix,
+                   "install -d -m 0755 %s && printf '%%s\\n' 'max_pages 4096' 'max_fraction 0.5' "
+                   "'min_free_mb 2048' 'group hugepool-users' 'require_job no' > " DOCTOR_RESERVE_CONF
+                   " && chmod 0644 " DOCTOR_RESERVE_CONF "   (as root, then adjust the limits)",
+                   dir);
+    dr_problem(helper_sev, fix, "the helper's config %s is missing: it refuses every request", DOCTOR_RESERVE_CONF);
     *bad = 1;
   } else if (!S_ISREG(cs.st_mode) || cs.st_uid != 0 || (cs.st_mode & 022)) {
     dr_problem(helper_sev, "chown root:root " DOCTOR_RESERVE_CONF " && chmod 0644 " DOCTOR_RESERVE_CONF "   (as root)",

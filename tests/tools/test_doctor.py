@@ -316,7 +316,7 @@ def fake_trees():
              lambda r: put(r, "/proc/mounts", "/dev/vda1 / ext4 rw 0 0\n/dev/vdb /usr/local ext4 rw,nosuid 0 0\n"),
              "note", "mounted nosuid", "mount -o remount,suid /usr/local")
     scenario("config missing", rm("/etc/hugepool/reserve.conf"), "note", "config /etc/hugepool/reserve.conf is missing",
-             "'group hugepool-users'")
+             "install -d -m 0755 /etc/hugepool && printf '%s\\n' 'max_pages 4096'")
     scenario("config writable by group", lambda r: os.chmod(os.path.join(r, "etc/hugepool/reserve.conf"), 0o664),
              "note", "not writable by group or others", "chmod 0644 /etc/hugepool/reserve.conf")
     scenario("config refused by the helper's parser", write("/etc/hugepool/reserve.conf", "max_pages 12x\n"),
