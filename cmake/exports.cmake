@@ -5,8 +5,10 @@
 # hugepool_*, or one of the few names its kind of library must export:
 #   libhugepool_preload.so    the malloc family it interposes, dlopen and
 #                             dlmopen, mprotect, pkey_mprotect and madvise
-#                             (preload/exports.map), and with --cuda the
-#                             CUDA registration and copy calls (preload/cuda.c)
+#                             (preload/exports.map), no CUDA name
+#   libhugepool_cuda_preload.so the CUDA registration and copy calls of
+#                             --cuda (preload/cuda.c), nothing else: not
+#                             even hugepool_* (it is loaded with --cuda only)
 #   libhugepool_mpi_preload.so the MPI entry points it interposes (mpi/)
 #   libhugepool_fortran*.so   the Fortran modules' procedures and types, as
 #                             gfortran names them: __hugepool_MOD_*,
@@ -36,12 +38,13 @@ endif()
 
 set(malloc_family "malloc|free|cfree|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc")
 string(APPEND malloc_family "|pvalloc|malloc_usable_size")
-# --cuda (preload/cuda.c): the CUDA driver and runtime calls it serves from
-# registrations kept with the cache; inert unless --cuda turned them on.
+# --cuda (preload/cuda.c, its own object): the CUDA driver and runtime calls
+# it serves from registrations kept with the cache.
 set(cuda_calls "cuGetProcAddress|cuGetProcAddress_v2|cuMemHostRegister|cuMemHostRegister_v2|cuMemHostUnregister")
 string(APPEND cuda_calls "|cuMemcpyHtoD_v2|cuMemcpyDtoH_v2|cuMemcpyHtoDAsync_v2|cuMemcpyDtoHAsync_v2")
 string(APPEND cuda_calls "|cudaHostRegister|cudaHostUnregister|cudaMemcpy|cudaMemcpyAsync")
-set(allowed_libhugepool_preload.so "^(${malloc_family}|dlopen|dlmopen|mprotect|pkey_mprotect|madvise|${cuda_calls})$")
+set(allowed_libhugepool_preload.so "^(${malloc_family}|dlopen|dlmopen|mprotect|pkey_mprotect|madvise)$")
+set(allowed_libhugepool_cuda_preload.so "^(${cuda_calls})$")
 set(mpi_calls "MPI_Alloc_mem|MPI_Free_mem|MPI_Win_allocate_shared|MPI_Win_free|MPI_Win_get_attr")
 string(APPEND mpi_calls "|MPI_Win_shared_query|MPI_Finalize")
 set(allowed_libhugepool_mpi_preload.so "^(${mpi_calls})$")

@@ -190,13 +190,19 @@ void *hp_allocate(size_t bytes, int node, bool *fresh) {
   }
   hugepool_kind kind = page == HP_1G ? HUGEPOOL_KIND_HUGE_1G : HUGEPOOL_KIND_HUGE_2M;
   void *p = take_cached(bytes, size, node, kind);
-  if (p) return p;
+  if (p) {
+    if (hp_trace_on()) hp_trace(HP_TRACE_HIT, "%zu bytes from a cached buffer at %p: no system call, no fault", bytes, p);
+    return p;
+  }
   p = map_new(bytes, size, node, kind, fresh);
+  if (p && hp_trace_on())
+    hp_trace(HP_TRACE_MAP, "%zu bytes on %zu new %s pages at %p, reserved by the kernel now", bytes, size / page,
+             page == HP_1G ? "1 GB" : "2 MB", p);
   if (p || errno != ENOMEM) return p;
 
   hugepool_policy policy = hp_current_policy();
   if (policy == HUGEPOOL_POLICY_STRICT) {
-    hp_report_shortage(size, page, node);
+    hp_report_shortage(bytes, page, node); /* the size asked for, as the program knows it */
     count_failure();
     return NULL;
   }
@@ -205,6 +211,9 @@ void *hp_allocate(size_t bytes, int node, bool *fresh) {
   p = take_cached(bytes, fallback_size, node, fallback);
   if (!p) p = map_new(bytes, fallback_size, node, fallback, fresh);
   if (!p) count_failure();
+  if (p && hp_trace_on())
+    hp_trace(HP_TRACE_FALLBACK, "%zu bytes on %s pages at %p: the pool is short (HUGEPOOL_POLICY=%s)", bytes,
+             fallback == HUGEPOOL_KIND_THP ? "THP" : "4 KB", p, hp_policy_name(policy));
   return p;
 }
 

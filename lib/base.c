@@ -69,6 +69,75 @@ void hp_warn(const char *fmt, ...) {
   os_write_stderr(line, len);
 }
 
+/* A size as people read it: "512 B", "64 KiB", "1.5 GiB" (one decimal when
+ * not whole); the JSON keeps the exact bytes. */
+void hp_human_size(char *out, size_t len, unsigned long long v) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (u < 5 && v >= (1ULL << (10 * (u + 1)))) u++;
+  unsigned long long unit = 1ULL << (10 * u);
+  if (v % unit == 0)
+    (void)snprintf(out, len, "%llu %s", v / unit, units[u]);
+  else
+    (void)snprintf(out, len, "%.1f %s", (double)v / (double)unit, units[u]);
+}
+
+void hp_asked_size(char *out, size_t len, unsigned long long v) {
+  unsigned long long unit = v >= 1ULL << 30 ? 1ULL << 30 : v >= 1ULL << 20 ? 1ULL << 20 : v >= 1024 ? 1024 : 1;
+  const char *name = unit == 1ULL << 30 ? "GiB" : unit == 1ULL << 20 ? "MiB" : unit == 1024 ? "KiB" : "B";
+  unsigned long long over = v % unit;
+  if (over == 0)
+    (void)snprintf(out, len, "%llu %s", v / unit, name);
+  else if (over < 1024)
+    (void)snprintf(out, len, "%llu %s + %llu B", v / unit, name, over);
+  else
+    (void)snprintf(out, len, "%.1f %s (%llu bytes)", (double)v / (double)unit, name, v);
+}
+
+/* ---- verbose decisions (warn.h) ----------------------------------------------- */
+
+static atomic_bool trace_on;
+static _Atomic long long trace_next_ns[HP_TRACE_KINDS]; /* 0: the kind has not spoken */
+static atomic_ulong trace_unsaid[HP_TRACE_KINDS];
+static const char *const trace_names[HP_TRACE_KINDS] = {"hugetlb", "cache hit", "fallback", "fork", "split"};
+
+void hp_trace_enable(bool on) { atomic_store(&trace_on, on); }
+
+bool hp_trace_on(void) { return atomic_load_explicit(&trace_on, memory_order_relaxed); }
+
+/* The first of a kind, then one a second: whoever moves the deadline on
+ * speaks, the others are counted. */
+static bool trace_speaks(hp_trace_kind kind, unsigned long *unsaid) {
+  long long now = os_coarse_ns(), next = atomic_load_explicit(&trace_next_ns[kind], memory_order_relaxed);
+  if ((next != 0 && now < next) ||
+      !atomic_compare_exchange_strong_explicit(&trace_next_ns[kind], &next, now + 1000000000LL, memory_order_relaxed,
+                                               memory_order_relaxed)) {
+    atomic_fetch_add_explicit(&trace_unsaid[kind], 1, memory_order_relaxed);
+    return false;
+  }
+  *unsaid = atomic_exchange_explicit(&trace_unsaid[kind], 0, memory_order_relaxed);
+  return true;
+}
+
+void hp_trace(hp_trace_kind kind, const char *fmt, ...) {
+  unsigned long unsaid;
+  if (!hp_trace_on() || (unsigned)kind >= HP_TRACE_KINDS || !trace_speaks(kind, &unsaid)) return;
+  char line[512];
+  int n = snprintf(line, sizeof(line), "hugepool[%ld] verbose: %s: ", os_pid(), trace_names[kind]);
+  if (n < 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+  va_end(ap);
+  if (m < 0) return;
+  size_t len = strlen(line);
+  if (unsaid)
+    (void)snprintf(line + len, sizeof(line) - len - 1, " (+%lu more of this kind since the last line)", unsaid);
+  len = strlen(line);
+  line[len++] = '\n';
+  os_write_report(line, len);
+}
+
 /* ---- the embedder (embed.h) ----------------------------------------------- */
 
 static const hp_embedder library_alone; /* all zero: the library's own behaviour */
@@ -105,14 +174,16 @@ void hp_report_shortage(size_t size, size_t page, int node) {
   if (embedder->quiet_shortage) return;
   unsigned bit = page == HP_1G ? 2U : 1U;
   if (atomic_fetch_or(&hp_shortage_reports, bit) & bit) return;
-  char pool[400];
+  char pool[400], asked[32];
   hp_describe_shortage(pool, sizeof(pool), size, page, node);
+  hp_asked_size(asked, sizeof(asked), size);
   const char *advice =
       embedder->shortage_advice ? embedder->shortage_advice : "allow a fallback with HUGEPOOL_POLICY=thp|small";
-  hp_warn(
-      "cannot map %zu MiB on %s; or %s. A job: 'hugepool doctor --need SIZE --ranks N' (MPI: UCX takes 3 pages "
-      "per rank too). Reported once; every refused request is counted in the statistics",
-      size >> 20, pool, advice);
+  /* First line: what was asked and the fix; then what else can be done. */
+  hp_warn("cannot map %s on %s", asked, pool);
+  hp_warn("  or %s; a job: 'hugepool doctor --need SIZE --ranks N' (MPI: UCX takes 3 pages per rank too); "
+          "reported once, every refused request is counted in the statistics",
+          advice);
 }
 
 /* The pool gets what is missing on top of what it holds: the number to

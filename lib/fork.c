@@ -41,6 +41,9 @@ static void make_private(hp_block *b, void *arg) {
   if (split_fork_privatize(b)) return; /* some of its pages are 4 KB pages: page by page */
   if (os_populate(b->addr, b->size) == 0) {
     hp_stats.fork_copies_huge++;
+    if (hp_trace_on())
+      hp_trace(HP_TRACE_FORK, "the %zu MiB buffer at %p copied into this child (HUGEPOOL_FORK=copy: its own pages, "
+               "reserved; HUGEPOOL_FORK=keep shares them copy-on-write)", b->size >> 20, b->addr);
     return;
   }
   size_t page = b->kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : HP_2M;

@@ -35,6 +35,7 @@ static void thread_exit(hp_tcache *tc) {
 }
 
 static void init_once(void) {
+  os_keep_stderr(); /* before anything can warn */
   os_set_reporter(warn_from_os);
   options_init();
   launcher_init();

@@ -4,6 +4,7 @@
  * preload, hugepool-run's --help and the README's option table all come
  * from here (tests/core/test_options.cpp checks the README against it).
  * Pure: no environment, no output, so hugepool-run links it alone. */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -66,6 +67,10 @@ static const hp_option_desc table[HP_OPT_COUNT] = {
                            "the buffer (the first registers for real, the next cost nothing); `all` also registers "
                            "a hugepool buffer at the program's first copy of 1 MiB or more between it and a GPU; "
                            "`--cuda` also sets PyTorch's `pinned_use_cuda_host_register:True`"),
+    [HP_OPT_VERBOSE] = CHOICE("HUGEPOOL_VERBOSE", 0, 0, "0|1", 0,
+                              "`1`: one line per kind of decision (hugetlb mapping, cache hit, fallback and why, fork "
+                              "copy, 2 MB page split) at its first occurrence, then at most one a second with the "
+                              "count of those unsaid, on the stderr the statistics go to (`hugepool-run -v`)"),
 };
 
 const hp_option_desc *option_desc(hp_option_id id) { return &table[id]; }
@@ -104,6 +109,8 @@ static int switch_word(const char *choices, const char *text) {
   return -1;
 }
 
+static int closest_choice(const char *choices, long long count, const char *text);
+
 int option_parse(hp_option_id id, const char *text, bool preload, long long *value, char *expected, size_t len) {
   const hp_option_desc *d = &table[id];
   bool bad = false;
@@ -126,8 +133,12 @@ int option_parse(hp_option_id id, const char *text, bool preload, long long *val
         *value = word;
         return 0;
       }
-      (void)snprintf(expected, len, "%.*s%s", (int)span, d->choices,
-                     switch_word(d->choices, "on") >= 0 ? ", or yes/no, true/false, on/off" : "");
+      int near = closest_choice(d->choices, count, text);
+      size_t near_len = 0;
+      const char *near_text = near >= 0 ? nth_choice(d->choices, near, &near_len) : "";
+      (void)snprintf(expected, len, "%.*s%s%s%.*s%s", (int)span, d->choices,
+                     switch_word(d->choices, "on") >= 0 ? ", or yes/no, true/false, on/off" : "",
+                     near >= 0 ? "; did you mean '" : "", (int)near_len, near_text, near >= 0 ? "'?" : "");
       return -1;
     }
     case HP_TYPE_NUMBER: {
@@ -206,6 +217,30 @@ static size_t edits(const char *a, size_t n, const char *b) {
     }
   }
   return row[m];
+}
+
+/* The choice a mistyped value most likely meant ("al": "all"), or -1: at
+ * most 2 edits away, and fewer edits than the choice has letters. */
+static int closest_choice(const char *choices, long long count, const char *text) {
+  int best = -1;
+  size_t best_edits = 3, n = strlen(text);
+  char lower[64];
+  if (n >= sizeof(lower)) return -1;
+  for (size_t i = 0; i <= n; i++) lower[i] = (char)tolower((unsigned char)text[i]);
+  for (long long i = 0; i < count; i++) {
+    size_t clen = 0;
+    const char *c = nth_choice(choices, i, &clen);
+    char choice[64];
+    if (clen >= sizeof(choice)) continue;
+    memcpy(choice, c, clen);
+    choice[clen] = '\0';
+    size_t e = edits(lower, n, choice);
+    if (e < best_edits && e < clen) {
+      best_edits = e;
+      best = (int)i;
+    }
+  }
+  return best;
 }
 
 hp_option_id option_closest(const char *name, size_t len) {

@@ -122,6 +122,7 @@ void options_init(void) {
   for (size_t i = 0; i < HP_OPT_COUNT; i++) {
     if (i != HP_OPT_WARN) parse_one((hp_option_id)i);
   }
+  hp_trace_enable(options[HP_OPT_VERBOSE].value != 0);
   warn_unknown_names();
 }
 

@@ -42,6 +42,7 @@ typedef enum hp_option_id {
   HP_OPT_MPI,
   HP_OPT_MPI_WIN_SHARED,
   HP_OPT_CUDA,
+  HP_OPT_VERBOSE,
   HP_OPT_COUNT
 } hp_option_id;
 

@@ -5,8 +5,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "os.h"
@@ -52,7 +55,57 @@ int os_write_all(int fd, const void *data, size_t len) {
   return 0;
 }
 
-void os_write_stderr(const char *text, size_t len) { (void)os_write_all(STDERR_FILENO, text, len); }
+/* The stderr the process started with.  GNU sort, dd and cp close fd 2
+ * before they exit, and daemons point it elsewhere: the exit report goes
+ * where the user was looking when the program began.  Rules kept:
+ *  1. A duplicate of fd 2 is taken once, at start-up, close-on-exec (a
+ *     program this one executes never sees it) and high (F_DUPFD_CLOEXEC at
+ *     or above a floor under the soft RLIMIT_NOFILE, at most 999: programs
+ *     take the lowest free descriptor, and a higher floor would grow the
+ *     kernel's descriptor table in every process).
+ *  2. It is written only while it is still the file it was (st_dev, st_ino,
+ *     st_rdev): a program that closed it and opened something else under
+ *     its number never gets our text in its file.
+ *  3. The report (os_write_report) goes there, else to fd 2.  A warning
+ *     (os_write_stderr) goes to fd 2 as the program has it now (a program
+ *     that captures its stderr captures hugepool's lines too), and there
+ *     only when fd 2 is closed.
+ *  4. Nothing is kept when fd 2 was closed at start-up (a daemon's choice). */
+static int stderr_fd = -1;
+static struct stat stderr_id;
+
+static bool kept_usable(void) {
+  struct stat st;
+  return stderr_fd >= 0 && fstat(stderr_fd, &st) == 0 && st.st_dev == stderr_id.st_dev &&
+         st.st_ino == stderr_id.st_ino && st.st_rdev == stderr_id.st_rdev;
+}
+
+void os_keep_stderr(void) {
+  struct stat st;
+  struct rlimit lim;
+  if (stderr_fd >= 0 || fstat(STDERR_FILENO, &st) != 0 || getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  rlim_t soft = lim.rlim_cur, floor = soft <= 32 ? soft / 2 : soft - 16;
+  if (floor > 999) floor = 999;
+  int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, (int)floor);
+  if (fd < 0) return; /* no room up there: fd 2 it is */
+  stderr_id = st;
+  stderr_fd = fd;
+}
+
+void os_write_report(const char *text, size_t len) {
+  (void)os_write_all(kept_usable() ? stderr_fd : STDERR_FILENO, text, len);
+}
+
+void os_write_stderr(const char *text, size_t len) {
+  if (os_write_all(STDERR_FILENO, text, len) != 0 && errno == EBADF && kept_usable())
+    (void)os_write_all(stderr_fd, text, len);
+}
+
+long long os_coarse_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* vDSO: no system call */
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 /* The statistics file: its path may come from the environment and its
  * directory may be shared with other users, who can plant anything at a

@@ -103,6 +103,11 @@ HP_INTERNAL ssize_t os_read_file(const char *path, char *buf, size_t len);
 /* Writes all of data, retrying after EINTR and short writes. */
 HP_INTERNAL int os_write_all(int fd, const void *data, size_t len);
 HP_INTERNAL void os_write_stderr(const char *text, size_t len);
+/* Keeps a close-on-exec duplicate of the stderr the process started with,
+ * high above the descriptors programs use; os_write_report writes there
+ * (the exit statistics), os_write_stderr when fd 2 is closed (os-io.c). */
+HP_INTERNAL void os_keep_stderr(void);
+HP_INTERNAL void os_write_report(const char *text, size_t len);
 /* Writes data to a new file at path (0644 less the umask), or replaces
  * this user's own regular file there with a new one; never opens what is
  * there, never blocks.  -1 with EEXIST when something else is there
@@ -131,6 +136,9 @@ HP_INTERNAL int os_huge_file_info(int fd, os_file_info *out);
 HP_INTERNAL int os_find_hugetlbfs(size_t page_size, char *buf, size_t len);
 HP_INTERNAL long os_euid(void);
 HP_INTERNAL long os_pid(void);
+/* CLOCK_MONOTONIC_COARSE in ns (the vDSO: no system call), for deadlines
+ * counted in milliseconds. */
+HP_INTERNAL long long os_coarse_ns(void);
 
 /* How the OS layer reports what it cannot return: one line of text (no
  * prefix, no newline) handed to `report`, which the core installs at init

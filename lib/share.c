@@ -43,9 +43,9 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "launcher.h"
+#include "os.h"
 
 static long ranks = 1;
 static _Atomic size_t pool_bytes[2] = {SIZE_MAX, SIZE_MAX}; /* [0] 2 MB, [1] 1 GB pages */
@@ -55,11 +55,7 @@ static _Atomic long long pressure_ms[2];
 
 #define PRESSURE_MS 5
 
-static long long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static long long now_ms(void) { return os_coarse_ns() / 1000000; }
 
 static int index_of(size_t page_size) { return page_size == HP_1G; }
 

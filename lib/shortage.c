@@ -5,7 +5,8 @@
 #include "shortage.h"
 
 #include <stdatomic.h>
-#include <time.h>
+
+#include "os.h"
 
 #define SHORT_MIN_MS 1
 #define SHORT_MAX_MS 64
@@ -14,16 +15,10 @@ static _Atomic long long short_until_ns[2]; /* [0] 2 MB, [1] 1 GB pages; 0: not 
 static _Atomic long long short_wait_ns[2];
 static _Atomic size_t short_size[2]; /* the smallest request refused in this wait */
 
-static long long mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* vDSO: no system call */
-  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 bool shortage_known(size_t size, size_t page) {
   int i = page == HP_1G;
   long long until = atomic_load_explicit(&short_until_ns[i], memory_order_relaxed);
-  return until != 0 && size >= atomic_load_explicit(&short_size[i], memory_order_relaxed) && mono_ns() < until;
+  return until != 0 && size >= atomic_load_explicit(&short_size[i], memory_order_relaxed) && os_coarse_ns() < until;
 }
 
 void shortage_found(size_t size, size_t page) {
@@ -36,7 +31,7 @@ void shortage_found(size_t size, size_t page) {
          : wait * 2 > SHORT_MAX_MS * 1000000LL ? SHORT_MAX_MS * 1000000LL
                                                : wait * 2;
   atomic_store_explicit(&short_wait_ns[i], wait, memory_order_relaxed);
-  atomic_store_explicit(&short_until_ns[i], mono_ns() + wait, memory_order_relaxed);
+  atomic_store_explicit(&short_until_ns[i], os_coarse_ns() + wait, memory_order_relaxed);
 }
 
 /* A load first: frees call this, and the line is written only when it

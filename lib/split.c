@@ -129,6 +129,9 @@ static void warn_once(const char *page, const hp_block *b) {
 static int move_page_to_small(char *page, bool others_may_write) {
   if (os_split_huge_page(page, others_may_write) != 0) return -1;
   atomic_fetch_add_explicit(&n_split_total, 1, memory_order_relaxed);
+  if (hp_trace_on())
+    hp_trace(HP_TRACE_SPLIT, "the 2 MB page at %p moved to 4 KB pages: the program asked for mprotect or madvise "
+             "inside it", (void *)page);
   return 0;
 }
 

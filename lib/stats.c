@@ -27,7 +27,7 @@
 
 /* One row per counter: the text and the JSON output come from this table.
  * Counters whose name has "bytes" in it are sizes: bytes in JSON, KiB, MiB,
- * GiB in text (human_size). */
+ * GiB in text (hp_human_size). */
 #define HP_STAT_FIELDS(X)                                  \
   X(allocs, "allocations")                                 \
   X(frees, "frees")                                        \
@@ -75,19 +75,6 @@ typedef struct {
   char *buf;
   size_t len, need;
 } sink;
-
-/* A size as people read it: "512 B", "64 KiB", "1.5 GiB" (one decimal when
- * not whole); the JSON keeps the exact bytes. */
-static void human_size(char *out, size_t len, unsigned long long v) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int u = 0;
-  while (u < 5 && v >= (1ULL << (10 * (u + 1)))) u++;
-  unsigned long long unit = 1ULL << (10 * u);
-  if (v % unit == 0)
-    (void)snprintf(out, len, "%llu %s", v / unit, units[u]);
-  else
-    (void)snprintf(out, len, "%.1f %s", (double)v / (double)unit, units[u]);
-}
 
 static void emit(sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void emit(sink *s, const char *fmt, ...) {
@@ -207,7 +194,7 @@ int stats_snprint(char *buf, size_t len, hugepool_stats_format format) {
     char size[32];
 #define HP_TEXT(field, label)                                        \
   if (strstr(#field, "bytes")) {                                     \
-    human_size(size, sizeof(size), (unsigned long long)st.field);    \
+    hp_human_size(size, sizeof(size), (unsigned long long)st.field); \
     emit(&s, "  %-40s %s\n", label, size);                           \
   } else {                                                           \
     emit(&s, "  %-40s %llu\n", label, (unsigned long long)st.field); \
@@ -216,7 +203,7 @@ int stats_snprint(char *buf, size_t len, hugepool_stats_format format) {
 #undef HP_TEXT
     for (size_t i = 0; i < n_extra; i++) {
       if (extra[i].flags & HP_EXTRA_BYTES) {
-        human_size(size, sizeof(size), extra[i].value);
+        hp_human_size(size, sizeof(size), extra[i].value);
         emit(&s, "  %-40s %s\n", extra[i].label, size);
       } else {
         emit(&s, "  %-40s %llu\n", extra[i].label, extra[i].value);
@@ -291,13 +278,13 @@ void stats_print_at_exit(void) {
   if (n <= 0) return;
   size_t len = (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1;
   if (!pattern) {
-    os_write_stderr(text, len);
+    os_write_report(text, len);
     return;
   }
   char path[4096];
   if (expand_pattern(pattern, path, sizeof(path)) != 0) {
     hp_warn("HUGEPOOL_STATS_FILE pattern is too long; statistics go to stderr");
-    os_write_stderr(text, len);
+    os_write_report(text, len);
     return;
   }
   if (os_write_file(path, text, len) == 0) return;
@@ -306,5 +293,5 @@ void stats_print_at_exit(void) {
             "printing them here", path);
   else
     hp_warn("cannot write statistics to %s: %s; printing them here", path, strerror(errno));
-  os_write_stderr(text, len);
+  os_write_report(text, len);
 }

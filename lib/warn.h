@@ -19,6 +19,31 @@ HP_INTERNAL void hp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 
 /* options.c, as soon as HUGEPOOL_WARN is known: whether hp_warn speaks. */
 HP_INTERNAL void hp_warn_enable(bool on);
 
+/* "512 B", "64 KiB", "200 MiB", "1.5 GiB": sizes in messages and reports. */
+HP_INTERNAL void hp_human_size(char *out, size_t len, unsigned long long v);
+/* The size a program asked for, exactly, as a person reads it: "200 MiB",
+ * "200 MiB + 1 B" (a bytearray's terminator), else "6.1 MiB (6422577 bytes)". */
+HP_INTERNAL void hp_asked_size(char *out, size_t len, unsigned long long v);
+
+/* HUGEPOOL_VERBOSE=1 (hugepool-run -v): a line "hugepool[pid] verbose:
+ * KIND: ..." for each decision hugepool makes for the program, on the
+ * stderr the report goes to.  Each kind speaks at its first decision, then
+ * at most once a second, saying how many of its kind went unsaid.  Same
+ * rules as hp_warn (no malloc, no lock). */
+typedef enum hp_trace_kind {
+  HP_TRACE_MAP,      /* fresh hugetlb pages mapped */
+  HP_TRACE_HIT,      /* a cached buffer handed out again */
+  HP_TRACE_FALLBACK, /* a request served on other pages, and why */
+  HP_TRACE_FORK,     /* live buffers copied into a forked child */
+  HP_TRACE_SPLIT,    /* a 2 MB page moved to 4 KB pages */
+  HP_TRACE_KINDS
+} hp_trace_kind;
+/* Cheap when off: one relaxed load. */
+HP_INTERNAL bool hp_trace_on(void);
+HP_INTERNAL void hp_trace(hp_trace_kind kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* options.c, as soon as HUGEPOOL_VERBOSE is known. */
+HP_INTERNAL void hp_trace_enable(bool on);
+
 #ifdef __cplusplus
 }
 #endif

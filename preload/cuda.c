@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A program's own host registrations served by the cache (HUGEPOOL_CUDA=1,
- * hugepool-run --cuda).  Exported: cuMemHostRegister(_v2) and
+ * hugepool-run --cuda), in an object of its own: libhugepool_cuda_preload.so,
+ * which hugepool-run preloads after the interposer only when CUDA is asked
+ * for, so that no other program defines a CUDA name.  It reaches the
+ * interposer's core through cuda-bridge.h alone.  Exported: cuMemHostRegister(_v2) and
  * cuMemHostUnregister (libcuda's), cuGetProcAddress(_v2) (how the CUDA
  * runtime and libraries reach the driver: by name, not through exported
  * symbols), cudaHostRegister and cudaHostUnregister (libcudart's).
@@ -38,8 +41,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "hooks.h"
-#include "preload.h"
+#include "cuda-bridge.h"
+#include "hooks.h" /* the HUGEPOOL_CUDA modes; nothing of the core is called */
 
 #define HPL_EXPORT __attribute__((visibility("default")))
 
@@ -53,8 +56,12 @@ enum { CU_OK = 0, CU_INVALID_VALUE = 1, CU_OUT_OF_MEMORY = 2, CU_NOT_INITIALIZED
 enum { CU_ALREADY_REGISTERED = 712, CU_NOT_REGISTERED = 713 };
 #define SERVED_FLAGS 0x3u /* PORTABLE | DEVICEMAP: what a cached registration has */
 
+static const hp_cuda_bridge *core(void);
+
 /* ---- the program's registered ranges ------------------------------------ */
 #define PROGRAM_RANGES 16384 /* .bss: only the pages used are memory */
+#define HP_STR_(x) #x
+#define HP_STR(x) HP_STR_(x)
 typedef struct program_range {
   const char *start;
   uintptr_t end, buffer; /* buffer: the start of the hugepool buffer it lies in */
@@ -67,7 +74,7 @@ static size_t n_ranges;
 static bool stale(const program_range *r, int id) {
   void *base;
   size_t size;
-  return !hp_registered_range(r->start, id, &base, &size) || (uintptr_t)base != r->buffer;
+  return !core()->registered_range(r->start, id, &base, &size) || (uintptr_t)base != r->buffer;
 }
 
 static void drop_range(size_t i) { ranges[i] = ranges[--n_ranges]; }
@@ -96,12 +103,26 @@ static int program_range_index(uintptr_t start, int id) {
 /* ---- on or off ------------------------------------------------------------ */
 static atomic_int cuda_mode = -1; /* -1: not read yet; else HP_CUDA_OFF, _ON, _ALL */
 static atomic_int registrar_id;   /* 0: not asked yet; -1: no driver */
+static const hp_cuda_bridge *_Atomic bridge;
+
+/* The interposer's core (cuda-bridge.h); only called once cuda_on() said
+ * yes, which it says only when the bridge was found. */
+static const hp_cuda_bridge *core(void) { return atomic_load_explicit(&bridge, memory_order_acquire); }
+
+static const hp_cuda_bridge *find_bridge(void) {
+  void *sym = dlsym(RTLD_DEFAULT, HP_CUDA_BRIDGE_SYMBOL);
+  hp_cuda_bridge_fn get;
+  memcpy(&get, &sym, sizeof(get)); /* ISO C: an object pointer to a function pointer by its bytes */
+  const hp_cuda_bridge *b = sym ? get() : NULL;
+  return b && b->version == HP_CUDA_BRIDGE_VERSION ? b : NULL;
+}
 
 static bool cuda_on(void) {
   int mode = atomic_load_explicit(&cuda_mode, memory_order_relaxed);
   if (mode < 0) {
-    (void)hugepool_get_policy(); /* the core's options */
-    mode = (int)option_get(HP_OPT_CUDA);
+    const hp_cuda_bridge *b = find_bridge(); /* none: preloaded without the interposer, off */
+    if (b) atomic_store_explicit(&bridge, b, memory_order_release);
+    mode = b ? (int)b->cuda_mode() : HP_CUDA_OFF;
     atomic_store(&cuda_mode, mode);
   }
   return mode != HP_CUDA_OFF;
@@ -110,7 +131,7 @@ static bool cuda_on(void) {
 static int cuda_registrar(void) {
   int id = atomic_load(&registrar_id);
   if (id == 0) {
-    id = hp_cuda_registrar();
+    id = core()->cuda_registrar();
     atomic_store(&registrar_id, id > 0 ? id : -1);
   }
   return id;
@@ -127,10 +148,8 @@ static long record_range(const char *p, uintptr_t end, uintptr_t buffer, int id)
   if (n_ranges == PROGRAM_RANGES) {
     static atomic_bool said;
     if (!atomic_exchange(&said, true))
-      hp_warn(
-          "--cuda: the program holds %d host registrations of hugepool buffers; more are refused "
-          "(CUDA_ERROR_OUT_OF_MEMORY)",
-          PROGRAM_RANGES);
+      core()->warn("--cuda: the program holds " HP_STR(PROGRAM_RANGES) " host registrations of hugepool buffers; "
+                   "more are refused (CUDA_ERROR_OUT_OF_MEMORY)");
     return CU_OUT_OF_MEMORY;
   }
   ranges[n_ranges++] = (program_range){p, end, buffer};
@@ -149,7 +168,7 @@ static long served_register(void *p, size_t bytes, unsigned flags) {
   pthread_mutex_unlock(&ranges_lock);
   if (overlaps) return CU_ALREADY_REGISTERED;
   void *buffer;
-  int err = hp_register_range(p, bytes, id, &buffer);
+  int err = core()->register_range(p, bytes, id, &buffer);
   /* the driver refused the buffer: the program hears it; else the driver decides */
   if (err != 0) return err == EEXIST || err == ENOMEM ? cu_result(err) : -1;
   pthread_mutex_lock(&ranges_lock);
@@ -166,7 +185,7 @@ static long served_unregister(void *p) {
   if (i >= 0) drop_range((size_t)i);
   pthread_mutex_unlock(&ranges_lock);
   if (i >= 0) return CU_OK;
-  return hp_registered_range(p, id, &(void *){0}, &(size_t){0}) ? CU_NOT_REGISTERED : -1;
+  return core()->registered_range(p, id, &(void *){0}, &(size_t){0}) ? CU_NOT_REGISTERED : -1;
 }
 
 /* ---- the next definitions ------------------------------------------------
@@ -332,7 +351,7 @@ static void register_for_copy(const void *host, size_t n) {
   if (n < COPY_MIN || atomic_load_explicit(&cuda_mode, memory_order_relaxed) != HP_CUDA_ALL ||
       (id = cuda_registrar()) < 0)
     return;
-  if (!hp_registered_range(host, id, &buffer, &(size_t){0})) (void)hp_register_range(host, n, id, &buffer);
+  if (!core()->registered_range(host, id, &buffer, &(size_t){0})) (void)core()->register_range(host, n, id, &buffer);
 }
 
 static void runtime_copy(void *dst, const void *src, size_t n, int kind) {

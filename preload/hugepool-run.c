@@ -11,6 +11,7 @@
  * and are checked by the library's own parsers, so what this program accepts
  * and prints is what the preload will read. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -49,6 +50,7 @@ static const flag flags[] = {
     {"    --mpi-win-shared", "mpi-win-shared", "1", HP_OPT_MPI_WIN_SHARED, 0, false},
     {"    --cuda[=MODE]", "cuda", "1", HP_OPT_CUDA, 0, false}, /* --cuda alone: 1 */
     {"-q, --quiet", "quiet", "0", HP_OPT_WARN, 'q', false},
+    {"-v, --verbose", "verbose", "1", HP_OPT_VERBOSE, 'v', false},
 };
 #define N_FLAGS (sizeof(flags) / sizeof(flags[0]))
 
@@ -288,17 +290,66 @@ static const char *mpi_library(void) {
   return lib;
 }
 
+#ifndef HUGEPOOL_CUDA_PRELOAD_LIB_FROM_BIN
+#define HUGEPOOL_CUDA_PRELOAD_LIB_FROM_BIN NULL
+#endif
+
+/* HUGEPOOL_CUDA as set (by --cuda or the environment): HP_CUDA_OFF when
+ * unset; a bad value ends the launcher with the expected ones. */
+static long long cuda_mode(void) {
+  const char *on = getenv(option_desc(HP_OPT_CUDA)->name);
+  long long value = HP_CUDA_OFF;
+  char expected[128];
+  if (on && option_parse(HP_OPT_CUDA, on, true, &value, expected, sizeof(expected)) != 0)
+    die("bad value '%s' for HUGEPOOL_CUDA (expected %s)", on, expected);
+  return value;
+}
+
+/* --cuda on a node without a driver or a device: said in one line; the
+ * program runs all the same (every CUDA call it makes fails as it would). */
+typedef int (*cu_init_fn)(unsigned);
+typedef int (*cu_count_fn)(int *);
+static void say_cuda_driver(void) {
+  const char *warn = getenv(option_desc(HP_OPT_WARN)->name);
+  if (warn && strcmp(warn, "0") == 0) return;
+  void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!cuda) {
+    (void)fprintf(stderr, "hugepool-run: --cuda: no CUDA driver on this node (libcuda.so.1 not found): nothing to "
+                          "register\n");
+    return;
+  }
+  cu_init_fn init;
+  cu_count_fn count;
+  void *a = dlsym(cuda, "cuInit"), *b = dlsym(cuda, "cuDeviceGetCount");
+  memcpy(&init, &a, sizeof(init));
+  memcpy(&count, &b, sizeof(count));
+  int n = 0, rc = a && b ? init(0) : -1;
+  if (rc == 0) rc = count(&n);
+  if (rc != 0 || n == 0)
+    (void)fprintf(stderr, "hugepool-run: --cuda: the CUDA driver finds no device (%s %d): nothing to register\n",
+                  rc != 0 ? "CUresult" : "devices", rc != 0 ? rc : n);
+  (void)dlclose(cuda);
+}
+
+/* The CUDA interposer, preloaded after the interposer only when CUDA is
+ * asked for (a program that did not ask defines no CUDA name). */
+static const char *cuda_library(void) {
+  if (cuda_mode() == HP_CUDA_OFF) return NULL;
+  static path_buf buf;
+  const char *lib = library_path("HUGEPOOL_CUDA_PRELOAD_LIB", HUGEPOOL_CUDA_PRELOAD_LIB_FROM_BIN,
+                                 HUGEPOOL_CUDA_PRELOAD_LIB, buf);
+  if (access(lib, R_OK) != 0) die("cannot find the CUDA interposer at %s (set HUGEPOOL_CUDA_PRELOAD_LIB)", lib);
+  say_cuda_driver();
+  return lib;
+}
+
 /* With HUGEPOOL_CUDA on, PyTorch's pin_memory() mallocs and registers
  * (pinned_use_cuda_host_register:True), so its pinned blocks land on
  * hugepool's buffers, whose registration the preload keeps.  The user's
  * other settings stay; a value of that key the user gave wins.  PyTorch
  * reads PYTORCH_ALLOC_CONF (2.9 and later) before the older name. */
 static void torch_pinned_register(void) {
-  const char *on = getenv(option_desc(HP_OPT_CUDA)->name);
-  long long value = 0;
-  char expected[96];
-  if (!on || option_parse(HP_OPT_CUDA, on, true, &value, expected, sizeof(expected)) != 0 || value == HP_CUDA_OFF)
-    return;
+  if (cuda_mode() == HP_CUDA_OFF) return;
   const char *name = getenv("PYTORCH_ALLOC_CONF") ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
   const char *old = getenv(name);
   if (old && strstr(old, "pinned_use_cuda_host_register")) return;
@@ -316,14 +367,15 @@ int main(int argc, char **argv) {
   const char *lib = library_path("HUGEPOOL_PRELOAD_LIB", HUGEPOOL_PRELOAD_LIB_FROM_BIN, HUGEPOOL_PRELOAD_LIB, buf);
   if (access(lib, R_OK) != 0) die("cannot find the interposer at %s (set HUGEPOOL_PRELOAD_LIB)", lib);
   const char *mpi = mpi_library();
+  const char *cuda = cuda_library();
   torch_pinned_register();
 
-  /* The interposer first (the MPI entry points call into it), then the MPI
-   * entry points, then what was there. */
+  /* The interposer first (the MPI and CUDA entry points call into it), then
+   * the CUDA and the MPI entry points, then what was there. */
   const char *old = getenv("LD_PRELOAD");
   char *preload = NULL;
-  if (asprintf(&preload, "%s%s%s%s%s", lib, mpi ? " " : "", mpi ? mpi : "", old && *old ? " " : "",
-               old && *old ? old : "") < 0) {
+  if (asprintf(&preload, "%s%s%s%s%s%s%s", lib, cuda ? " " : "", cuda ? cuda : "", mpi ? " " : "", mpi ? mpi : "",
+               old && *old ? " " : "", old && *old ? old : "") < 0) {
     die("out of memory");
   }
   if (setenv("UCX_MEM_MALLOC_HOOKS", "n", 1) != 0 || setenv("UCX_MEM_MALLOC_RELOC", "n", 1) != 0 ||

@@ -157,16 +157,24 @@ static inline bool ready(void) {
  * pool again first (pages may have been freed or reserved meanwhile); each
  * one that falls back too is counted, not reported. */
 static void report_fallback(size_t size) {
+  if (hp_trace_on())
+    hp_trace(HP_TRACE_FALLBACK, "%zu bytes to glibc malloc: the pool is short (%ld free 2 MB pages)", size,
+             hugepool_pool_free_pages(-1));
   if (atomic_exchange(&shortage_reported, true) || option_get(HP_OPT_WARN) == 0) return; /* -q, HUGEPOOL_WARN=0 */
   size_t page = hugepool_get_page_size();
-  char pool[400], line[1024];
+  char pool[400], asked[32], line[1024];
   hp_describe_shortage(pool, sizeof(pool), size, page, -1);
+  hp_asked_size(asked, sizeof(asked), size); /* what the program asked for */
+  long pid = (long)getpid();
+  /* First line: what was asked and the fix; then what happens meanwhile. */
   int n = snprintf(line, sizeof(line),
-                   "hugepool-preload[%ld]: cannot map %zu MiB on %s. This request falls back to glibc malloc; later "
-                   "requests try the pool again first (each fallback is counted in the statistics, this line is "
-                   "printed once). A job: 'hugepool doctor --need SIZE --ranks N' (MPI: UCX takes 3 pages per rank "
-                   "too); --policy strict fails instead\n",
-                   (long)getpid(), ((size + page - 1) / page * page) >> 20, pool);
+                   "hugepool-preload[%ld]: cannot map %s on %s\n"
+                   "hugepool-preload[%ld]:   glibc malloc serves it; later requests try the pool again first "
+                   "(each fallback is counted in the statistics; said once); --policy strict fails instead\n%s",
+                   pid, asked, pool, pid,
+                   hp_trace_on() ? "hugepool-preload: a job: 'hugepool doctor --need SIZE --ranks N' (MPI: UCX "
+                                   "takes 3 pages per rank too)\n"
+                                 : "");
   if (n > 0) os_write_stderr(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 

@@ -213,6 +213,7 @@ int hugepool_doctor_main(int argc, char **argv) {
   dr_check_mounts_thp();
   dr_check_cgroups(&need);
   dr_check_limits_env();
+  dr_check_cuda();
   dr_check_helper(&need, free_2m < want);
 
   dr_print(json);

@@ -36,6 +36,8 @@ void dr_check_pools(const struct dr_need *need, unsigned long long *free_2m, uns
 void dr_check_mounts_thp(void);
 void dr_check_cgroups(const struct dr_need *need);
 void dr_check_limits_env(void);
+/* HUGEPOOL_CUDA set: the driver, its devices, the CUDA interposer (doctor-cuda.c). */
+void dr_check_cuda(void);
 /* pool_short: the pool cannot cover the need, so the helper is the way out. */
 void dr_check_helper(const struct dr_need *need, int pool_short);
 

@@ -284,6 +284,15 @@ def fake_trees():
           f"valid HUGEPOOL_* values: no problem ({rep and rep['problems']})")
     shutil.rmtree(root)
 
+    # HUGEPOOL_CUDA: the driver and its devices are checked (this machine
+    # and the prepared trees have no driver), and a mistyped value gets the
+    # value it most likely meant.
+    scenario("HUGEPOOL_CUDA=1 without a driver", None, "warning", "this node has no CUDA driver",
+             "unset HUGEPOOL_CUDA", env={"HUGEPOOL_CUDA": "1"})
+    scenario("HUGEPOOL_CUDA=al", None, "warning", "did you mean 'all'", env={"HUGEPOOL_CUDA": "al"})
+    scenario("HUGEPOOL_CUDA=1 with a hand-made LD_PRELOAD", None, "warning", "without its CUDA interposer",
+             "hugepool-run --cuda", env={"HUGEPOOL_CUDA": "1", "LD_PRELOAD": "/usr/lib/libhugepool_preload.so"})
+
     # The helper is optional: what is wrong with it is a note with its fix,
     # never a failed verdict.
     b = "/usr/local/bin/hugepool-reserve"
