@@ -120,7 +120,7 @@ int state_table_sync(int fd);
 struct reserve_grant_entry *state_grant_find(struct reserve_grants *gs, uid_t uid, int node, unsigned size_kb);
 
 struct settled {
-  unsigned long long came;    /* pages the pool had gained */
+  unsigned long long came;    /* pages the pool had gained (grant) or given up (release) */
   unsigned long long now;     /* nr_hugepages at the end */
   unsigned long long charged; /* pages charged to the intent's user */
 };

@@ -268,16 +268,19 @@ static int parse_pool(char *const *f, uid_t *uid, int *node, unsigned *size_kb) 
   return 0;
 }
 
-/* "intent uid node|any size_kb before delta pages": a grant being made
- * (see struct reserve_intent).  At most one. */
-static int parse_intent(char *line, struct reserve_intent *in) {
+/* "intent uid node|any size_kb before delta pages": a grant being made;
+ * "release uid node|any size_kb before delta pages": a release being made
+ * (see struct reserve_intent).  At most one of either. */
+static int parse_intent(char *line, int kind, struct reserve_intent *in) {
   char *f[7];
   if (in->active || split_fields(line, f, 7) != 0 || parse_pool(f + 1, &in->uid, &in->node, &in->size_kb) != 0 ||
       reserve_parse_count(f[4], 1ULL << 50, &in->before) != 0 ||
       reserve_parse_count(f[5], RESERVE_MAX_PAGES, &in->delta) != 0 || in->delta == 0 ||
-      reserve_parse_count(f[6], RESERVE_MAX_PAGES, &in->pages) != 0 || in->pages < in->delta)
+      reserve_parse_count(f[6], RESERVE_MAX_PAGES, &in->pages) != 0)
     return -1;
-  in->active = 1;
+  /* a grant's pages include its delta; a release's pool held its delta */
+  if (kind == RESERVE_INTENT_GRANT ? in->pages < in->delta : in->before < in->delta) return -1;
+  in->active = kind;
   return 0;
 }
 
@@ -312,8 +315,9 @@ int reserve_parse_grants(const char *text, size_t len, struct reserve_grants *gs
      * table is then corrupt (fail closed), never silently a different table.
      * Anything after a matching end line is an old tail not yet truncated. */
     if (strncmp(line, "end", 3) == 0) return end_line_ok(line, text, start) ? 0 : -1;
-    if (strncmp(line, "intent ", 7) == 0) {
-      if (parse_intent(line, &gs->intent) != 0) return -1;
+    if (strncmp(line, "intent ", 7) == 0 || strncmp(line, "release ", 8) == 0) {
+      if (parse_intent(line, line[0] == 'i' ? RESERVE_INTENT_GRANT : RESERVE_INTENT_RELEASE, &gs->intent) != 0)
+        return -1;
       continue;
     }
     if (split_fields(line, f, 4) != 0 || parse_pool(f, &e.uid, &e.node, &e.size_kb) != 0 ||
@@ -345,7 +349,8 @@ size_t reserve_format_grants(const struct reserve_grants *gs, char *buf, size_t 
     const struct reserve_intent *in = &gs->intent;
     char node[16];
     reserve_node_name(node, sizeof node, in->node);
-    w = snprintf(buf + used, cap - used, "intent %lu %s %u %llu %llu %llu\n", (unsigned long)in->uid, node, in->size_kb,
+    w = snprintf(buf + used, cap - used, "%s %lu %s %u %llu %llu %llu\n",
+                 in->active == RESERVE_INTENT_RELEASE ? "release" : "intent", (unsigned long)in->uid, node, in->size_kb,
                  in->before, in->delta, in->pages);
     if (w < 0 || (size_t)w >= cap - used) return 0;
     used += (size_t)w;

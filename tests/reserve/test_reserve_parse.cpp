@@ -221,6 +221,33 @@ TEST_CASE("grant table with a duplicate entry is corrupt") {
   CHECK(reserve_parse_grants(buf, len, &back) == 0);
 }
 
+// The intent record of a release in progress: its own keyword, the grant
+// after it may be 0, the pool held at least the pages to go; one intent of
+// either kind at most.
+TEST_CASE("grant table release intent record") {
+  static char buf[RESERVE_GRANTS_MAX];
+  reserve_grants gs{}, back{};
+  gs.intent = reserve_intent{RESERVE_INTENT_RELEASE, 1003, -1, RESERVE_PAGE_2M, 9, 4, 0};
+  size_t len = reserve_format_grants(&gs, buf, sizeof buf);
+  REQUIRE(len > 0);
+  CHECK(std::string(buf, len).find("\nrelease 1003 any 2048 9 4 0\nend ") != std::string::npos);
+  REQUIRE(reserve_parse_grants(buf, len, &back) == 0);
+  CHECK(back.n == 0);
+  CHECK(back.intent.active == RESERVE_INTENT_RELEASE);
+  CHECK(back.intent.before == 9);
+  CHECK(back.intent.delta == 4);
+  CHECK(back.intent.pages == 0);
+  char sealed[256];
+  for (const char *bad : {"release 5 any 2048 3 0 1\n", "release 5 any 2048 3 4 0\n", "release 5 any 4096 3 1 1\n",
+                          "release 5 any 2048 3 1\n", "release 5 any 2048 3 1 1\nintent 6 any 2048 3 1 1\n",
+                          "intent 6 any 2048 3 1 1\nrelease 5 any 2048 3 1 1\n"}) {
+    std::string body(bad);
+    int n = snprintf(sealed, sizeof sealed, "%send %016llx\n", bad, reserve_grants_checksum(body.data(), body.size()));
+    INFO(bad);
+    CHECK(reserve_parse_grants(sealed, (size_t)n, &back) == -1);
+  }
+}
+
 // The intent record of a grant in progress: one line, every field checked.
 TEST_CASE("grant table intent record") {
   static char buf[RESERVE_GRANTS_MAX];
