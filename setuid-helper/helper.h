@@ -3,6 +3,7 @@
  *
  * sysfs.c      reads the kernel: pool files, meminfo, /proc/<pid>/status
  * usage.c      what users' processes hold of the pool (each page once)
+ * usage-files.c  the hugetlb memfds a caller's processes hold open
  * state.c      the lock, the grant table and its intent record, the job registry
  * audit.c      the audit log (calls nothing else here)
  * config.c     loading the site config (parse.c parses it)
@@ -46,6 +47,17 @@
 #endif
 #ifndef RESERVE_JOBS_DIR
 #define RESERVE_JOBS_DIR HELPER_PATH_JOBS_DIR
+#endif
+/* How long a release may read /proc under the lock: other users' smaps
+ * for at most RESERVE_SCAN_OTHERS_MS (past it they count lower, which only
+ * keeps more of their grants promised), the whole walk for at most
+ * RESERVE_SCAN_MS (past it the release keeps everything: the caller's own
+ * count is never cut).  Monotonic clock: a clock jump changes nothing. */
+#ifndef RESERVE_SCAN_OTHERS_MS
+#define RESERVE_SCAN_OTHERS_MS 5000
+#endif
+#ifndef RESERVE_SCAN_MS
+#define RESERVE_SCAN_MS 15000
 #endif
 #ifndef RESERVE_LOCK_WAIT_MS
 #define RESERVE_LOCK_WAIT_MS 30000 /* a stuck caller must not block the others forever */
@@ -99,6 +111,20 @@ struct usage {
   unsigned long long caller_kb;
 };
 int usage_read(const struct reserve_grants *gs, uid_t caller, struct usage *u);
+/* usage-files.c: the blocks of the hugetlb memfds a process holds open,
+ * each file once per call (counted over, never under). */
+#define USAGE_MAX_FILES 1024
+#define USAGE_MAX_TABLES 1024
+struct usage_files {
+  dev_t memfd_dev[3]; /* the kernel's hugetlbfs mounts of memfds (default, 2 MB, 1 GB pages) */
+  size_t nmemfd_devs, nfiles, ntables;
+  unsigned long long file_dev[USAGE_MAX_FILES], file_ino[USAGE_MAX_FILES];
+  pid_t table_pid[USAGE_MAX_TABLES]; /* descriptor tables read (kcmp KCMP_FILES) */
+};
+void usage_files_init(struct usage_files *f);
+unsigned long long usage_files_kb(struct usage_files *f, pid_t pid);
+/* kcmp(KCMP_FILES): 0 the same descriptor table (fake.c in the test build). */
+int usage_files_compare(pid_t a, pid_t b);
 /* kcmp(KCMP_VM): 0 the same mm, 1 or 2 not, -1 unknown (fake.c in the test build). */
 int usage_mm_compare(pid_t a, pid_t b);
 

@@ -168,6 +168,11 @@ static const struct user_jobs *jobs_of(const struct release *r, unsigned size_kb
 static unsigned long long release_keep(const struct release *r, const struct reserve_grant_entry *g, char *why,
                                        size_t cap) {
   unsigned long long keep, jobs;
+  if (r->procs_err == ETIMEDOUT) {
+    snprintf(why, cap, "reading /proc took longer than %d s (too many processes) to see what your processes map",
+             RESERVE_SCAN_MS / 1000);
+    return g->pages;
+  }
   if (r->procs_err != 0 || r->jobs_err != 0) {
     snprintf(why, cap, "cannot read %s (%s) to see what your %s", r->procs_err ? "/proc" : "your jobs' hugetlb cgroups",
              strerror(r->procs_err ? r->procs_err : r->jobs_err), r->procs_err ? "processes map" : "jobs reserve");
