@@ -274,14 +274,21 @@ static int release_intent(struct release *r, size_t i, const char *node) {
 
 /* Says why a pool gave up fewer pages than planned: between the decision
  * and the shrink, pages were mapped or reserved (the kernel gives up only
- * free ones) or promised to other users' grants. */
+ * free ones) or promised to other users' grants; or, with room enough, the
+ * kernel did not take the write. */
 static void release_short(struct release *r, size_t i, unsigned long long released) {
   const struct reserve_grant_entry *g = &r->s.gs.g[i];
   unsigned long long spare = shrink_allowed(&r->s.gs, &r->u, r->who->uid, g->node, g->size_kb);
-  append(r->msg, r->msglen, &r->used,
-         "kept %llu of those %llu pages (still yours): when the pool shrank, only %llu free pages were not in use, "
-         "reserved or promised to other users' grants; release again later\n",
-         r->plan[i] - released, r->plan[i], spare);
+  if (spare >= r->plan[i] - released)
+    append(r->msg, r->msglen, &r->used,
+           "kept %llu of those %llu pages (still yours): the kernel did not give them up (the pool file could not "
+           "be written, or its pages were in use); release again later\n",
+           r->plan[i] - released, r->plan[i]);
+  else
+    append(r->msg, r->msglen, &r->used,
+           "kept %llu of those %llu pages (still yours): when the pool shrank, only %llu free pages were not in use, "
+           "reserved or promised to other users' grants; release again later\n",
+           r->plan[i] - released, r->plan[i], spare);
 }
 
 /* Shrinks one planned pool after recording its intent, then records what
