@@ -10,13 +10,18 @@
  * authorize.c  who may ask
  * pool.c       grant, status
  * release.c    the release and the rule that keeps other users' pages
- * cgroup.c     per-job hugetlb cgroups: detection, the job's reservation limit
+ * cgroup.c     per-job hugetlb cgroups: detection, the job's reservation limit,
+ *              the caller's job (both sides)
+ * cgroup-job.c a job's cgroup on the root side: made, entered, removed
  * limits.c     a user's job limits never exceed the user's grants
+ * jobfiles.c   the plugin alone: its files beside a job's registry entry
+ *              (jobfiles.h, jobfile_*)
  * fake.c       test build only: plays the kernel's part in a fake tree
  *
  * Nothing here is visible outside the helper or the Slurm plugin.  A
  * function a file offers the others is named for that file (sysfs_*,
- * usage_*, state_*, cg_* for cgroup.c, limits_*); what the core offers the
+ * usage_* (usage_files_* for usage-files.c), state_*, cg_* for cgroup.c,
+ * cgjob_* for cgroup-job.c, limits_*); what the core offers the
  * helper's main and the plugin is reserve_* (reserve.h, which says where).
  */
 #ifndef HUGEPOOL_RESERVE_HELPER_H
@@ -168,17 +173,6 @@ int cg_detect(struct cg_hier *h, char *why, size_t whylen);
 /* The name of a page size's file: what "max" (the limit) or "current" (the
  * usage); fault 0: the reservation counter, 1: the fault-time one. */
 void cg_file(const struct cg_hier *h, unsigned size_kb, int fault, const char *what, char *buf, size_t cap);
-/* Root side: <mnt>/hugepool/job_<job> with a 2 MB reservation limit of
- * pages_2m pages (0 for the other sizes), its limit files handed to the
- * helper's group.  0, or -1 with the reason (nothing left behind). */
-int cg_job_create(const struct cg_hier *h, unsigned long job, unsigned long long pages_2m, char *why, size_t whylen);
-/* Root side, in the task before exec: move it into the job's cgroup. */
-int cg_task_enter(const struct cg_hier *h, unsigned long job, char *why, size_t whylen);
-/* Root side, at the job's end: the job cgroup's limits are lowered as far
- * as the kernel lets them, what is left in it is killed (*killed: how many),
- * the cgroup removed.  0, or -1 with the reason (the cgroup then stays, its
- * limits at what it still reserves: the job's grant must keep covering them). */
-int cg_job_remove(const struct cg_hier *h, unsigned long job, int *killed, char *why, size_t whylen);
 /* The directory of <mnt>/hugepool/job_<job>, checked as the helper checks
  * its own job's; -1 with errno (ENOENT: no such cgroup). */
 int cg_job_open(const struct cg_hier *h, unsigned long job);
@@ -204,6 +198,19 @@ int cg_caller_job(uid_t uid, struct cg_job *j, char *why, size_t whylen);
 int cg_job_limit_ok(const struct cg_job *j, unsigned size_kb);
 void cg_job_close(struct cg_job *j);
 
+/* ---- cgroup-job.c ---- */
+
+/* Root side: <mnt>/hugepool/job_<job> with a 2 MB reservation limit of
+ * pages_2m pages (0 for the other sizes), its limit files handed to the
+ * helper's group.  0, or -1 with the reason (nothing left behind). */
+int cgjob_create(const struct cg_hier *h, unsigned long job, unsigned long long pages_2m, char *why, size_t whylen);
+/* Root side, in the task before exec: move it into the job's cgroup. */
+int cgjob_task_enter(const struct cg_hier *h, unsigned long job, char *why, size_t whylen);
+/* Root side, at the job's end: the job cgroup's limits are lowered as far
+ * as the kernel lets them, what is left in it is killed (*killed: how many),
+ * the cgroup removed.  0, or -1 with the reason (the cgroup then stays, its
+ * limits at what it still reserves: the job's grant must keep covering them). */
+int cgjob_remove(const struct cg_hier *h, unsigned long job, int *killed, char *why, size_t whylen);
 /* ---- limits.c ---- */
 
 #define RESERVE_MAX_JOBS 64 /* one user's jobs on a node */
