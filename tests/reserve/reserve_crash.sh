@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Crashes: the installed setgid helper, on the real pool, is killed by
-# SIGKILL at every system call of a grant and of a release (strace --inject:
+# SIGKILL at every system call of a grant, of a release, and of a release
+# run as the Slurm epilog runs it (euid 0) (strace --inject:
 # one run per call, at the Nth call of each name a reference trace listed,
 # so every step is hit, not some by chance).  After each kill, from the
 # kernel's view (sysfs nr_hugepages, /proc/meminfo) and the table on disk:
@@ -39,10 +40,15 @@ pending() {
     $1 == "release" { d = $5 - nr; if (d < 0) d = 0; if (d > $6) d = $6; p += $6 - d } END { print p + 0 }' "$TABLE"
 }
 
+# How the helper runs: as nobody (the setgid helper), or as the Slurm epilog
+# runs it for nobody (euid 0: it reads every process).
+RUN=(-u nobody "$HELPER")
+as_epilog() { RUN=(setpriv --ruid=65534 --euid=0 --regid=65534 --clear-groups "$HELPER"); }
+
 # The system calls of one call, in order, as "name ordinal" (the ordinal-th
 # call of that name).
 trace_points() { # helper-args...
-  strace -f -qq -o "$INST/trace" -u nobody "$HELPER" "$@" >/dev/null 2>&1 || true
+  strace -f -qq -o "$INST/trace" "${RUN[@]}" "$@" >/dev/null 2>&1 || true
   awk '{ sub(/^[0-9]+ +/, "") } match($0, /^[a-z_0-9]+\(/) { n = substr($0, 1, RLENGTH - 1); print n, ++c[n] }' \
     "$INST/trace"
 }
@@ -52,8 +58,8 @@ killed_run() { # name ordinal helper-args...
   local name=$1 ord=$2 rc
   shift 2
   set +e
-  strace -f -qq -o /dev/null -u nobody -e trace="$name" -e inject="$name:signal=KILL:when=$ord" \
-    "$HELPER" "$@" >/dev/null 2>&1
+  strace -f -qq -o /dev/null -e trace="$name" -e inject="$name:signal=KILL:when=$ord" "${RUN[@]}" "$@" \
+    >/dev/null 2>&1
   rc=$?
   set -e
   runs=$((runs + 1))
@@ -102,7 +108,22 @@ for pt in "${release_points[@]}"; do
 done
 pass "release killed at each of its ${#release_points[@]} system calls ($((kills - grant_kills)) kills): every page settled"
 
+# The epilog's release (euid 0), killed the same way.
+as_epilog
+as_nobody $P
+mapfile -t epilog_points < <(trace_points --release)
+check "reference epilog trace" "$(real_nr)/$(charged)" "$base/0"
+before=$kills
+for pt in "${epilog_points[@]}"; do
+  read -r name ord <<<"$pt"
+  as_nobody $P
+  check "grant before the epilog's release" "$RC/$(real_nr)" "0/$((base + P))"
+  killed_run "$name" "$ord" --release
+  after_kill "epilog release killed at $name #$ord"
+done
+pass "the epilog's release killed at each of its ${#epilog_points[@]} system calls ($((kills - before)) kills): every page settled"
+
 lost=$(($(real_nr) - base))
 check "pages lost" "$lost" 0
 echo "figures: runs=$runs kills=$kills checks=$checks pages_lost=$lost" \
-  "(grant: ${#grant_points[@]} calls, release: ${#release_points[@]} calls)"
+  "(grant: ${#grant_points[@]} calls, release: ${#release_points[@]}, epilog release: ${#epilog_points[@]})"
