@@ -261,6 +261,11 @@ static int release_intent(struct release *r, size_t i, const char *node) {
            g->size_kb, node, strerror(errno));
     return -1;
   }
+  if (before < r->plan[i]) { /* (resized from outside: the intent could not even be a valid record) */
+    append(r->msg, r->msglen, &r->used, "kept %llu pages of %u kB on node %s: the pool holds only %llu pages\n",
+           r->plan[i], g->size_kb, node, before);
+    return -1;
+  }
   g->pages -= r->plan[i];
   r->s.gs.intent = (struct reserve_intent){RESERVE_INTENT_RELEASE, r->who->uid, g->node, g->size_kb, before,
                                            r->plan[i], g->pages};

@@ -10,7 +10,8 @@
 #  - the table cut short at every length: refused as corrupt, the pool
 #    unchanged (tests/reserve/test_reserve_parse.cpp also changes every bit);
 #  - a pool file gone (the pool resized or removed meanwhile): refused or
-#    kept with the reason;
+#    kept with the reason; a pool root shrank below the grants: the release
+#    keeps them and says why;
 #  - a process gone between the listing of /proc and the read of its
 #    status: skipped (it ended), the release goes on;
 #  - a release the kernel gives fewer pages than planned says why;
@@ -105,6 +106,21 @@ expect_err "kept 4" "the release keeps everything and says so"
 mv "$free.gone" "$free"
 as_nobody --release
 expect_eq "$RC/$(nr)" "0/0" "the file back: the release works"
+
+# --- the pool shrunk by root below the grants (outside the helper) ---
+as_nobody 4
+echo 2 >"$(fake_pool nr_hugepages)"
+echo 2 >"$(fake_pool free_hugepages)"
+as_nobody --release
+bad=$((bad + 1))
+expect_rc 1 "a release with the pool below the grant"
+expect_err "kept 4 pages of 2048 kB on node any: pages are in use or reserved, or promised to other users. grants (only 2 spare)" "it says why"
+as_nobody --status
+expect_rc 0 "the table is still whole (no intent it could not record)"
+echo 4 >"$(fake_pool nr_hugepages)"
+echo 4 >"$(fake_pool free_hugepages)"
+as_nobody --release
+expect_eq "$RC/$(nr)" "0/0" "the pool back: the release works"
 
 # --- a process gone between the listing and the read ---
 as_nobody 4
