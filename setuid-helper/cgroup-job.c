@@ -60,7 +60,7 @@ static int helper_gid(gid_t *gid) {
   return 0;
 }
 
-int cg_job_create(const struct cg_hier *h, unsigned long job, unsigned long long pages_2m, char *why, size_t whylen) {
+int cgjob_create(const struct cg_hier *h, unsigned long job, unsigned long long pages_2m, char *why, size_t whylen) {
   char name[64];
   int mfd, dfd = -1, jfd = -1, e, existed;
   size_t i;
@@ -115,7 +115,7 @@ fail_msg:
   return -1;
 }
 
-int cg_task_enter(const struct cg_hier *h, unsigned long job, char *why, size_t whylen) {
+int cgjob_task_enter(const struct cg_hier *h, unsigned long job, char *why, size_t whylen) {
   char cur[1024], path[sizeof h->mnt + 64], pid[24];
   int fd;
   if (cg_task_cgroup(h, "self", cur, sizeof cur) != 0) {
@@ -221,7 +221,7 @@ static int cg_empty_and_remove(int dfd, int jfd, const struct cg_hier *h, unsign
   return -1;
 }
 
-int cg_job_remove(const struct cg_hier *h, unsigned long job, int *killed, char *why, size_t whylen) {
+int cgjob_remove(const struct cg_hier *h, unsigned long job, int *killed, char *why, size_t whylen) {
   char name[32];
   unsigned long long left_2m = ~0ULL, left_1g = ~0ULL; /* -1 when printed: unknown */
   int mfd, dfd = -1, jfd = -1, rc = -1, e;

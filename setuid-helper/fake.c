@@ -63,3 +63,6 @@ int state_table_sync(int fd) {
 
 /* kcmp(KCMP_VM): each process of the fake /proc has its own mm. */
 int usage_mm_compare(pid_t a, pid_t b) { return a == b ? 0 : a < b ? 1 : 2; }
+
+/* kcmp(KCMP_FILES): each process of the fake /proc has its own table. */
+int usage_files_compare(pid_t a, pid_t b) { return a == b ? 0 : a < b ? 1 : 2; }

@@ -3,19 +3,25 @@
  *
  * sysfs.c      reads the kernel: pool files, meminfo, /proc/<pid>/status
  * usage.c      what users' processes hold of the pool (each page once)
+ * usage-files.c  the hugetlb memfds a caller's processes hold open
  * state.c      the lock, the grant table and its intent record, the job registry
  * audit.c      the audit log (calls nothing else here)
  * config.c     loading the site config (parse.c parses it)
  * authorize.c  who may ask
  * pool.c       grant, status
  * release.c    the release and the rule that keeps other users' pages
- * cgroup.c     per-job hugetlb cgroups: detection, the job's reservation limit
+ * cgroup.c     per-job hugetlb cgroups: detection, the job's reservation limit,
+ *              the caller's job (both sides)
+ * cgroup-job.c a job's cgroup on the root side: made, entered, removed
  * limits.c     a user's job limits never exceed the user's grants
+ * jobfiles.c   the plugin alone: its files beside a job's registry entry
+ *              (jobfiles.h, jobfile_*)
  * fake.c       test build only: plays the kernel's part in a fake tree
  *
  * Nothing here is visible outside the helper or the Slurm plugin.  A
  * function a file offers the others is named for that file (sysfs_*,
- * usage_*, state_*, cg_* for cgroup.c, limits_*); what the core offers the
+ * usage_* (usage_files_* for usage-files.c), state_*, cg_* for cgroup.c,
+ * cgjob_* for cgroup-job.c, limits_*); what the core offers the
  * helper's main and the plugin is reserve_* (reserve.h, which says where).
  */
 #ifndef HUGEPOOL_RESERVE_HELPER_H
@@ -46,6 +52,17 @@
 #endif
 #ifndef RESERVE_JOBS_DIR
 #define RESERVE_JOBS_DIR HELPER_PATH_JOBS_DIR
+#endif
+/* How long a release may read /proc under the lock: other users' smaps
+ * for at most RESERVE_SCAN_OTHERS_MS (past it they count lower, which only
+ * keeps more of their grants promised), the whole walk for at most
+ * RESERVE_SCAN_MS (past it the release keeps everything: the caller's own
+ * count is never cut).  Monotonic clock: a clock jump changes nothing. */
+#ifndef RESERVE_SCAN_OTHERS_MS
+#define RESERVE_SCAN_OTHERS_MS 5000
+#endif
+#ifndef RESERVE_SCAN_MS
+#define RESERVE_SCAN_MS 15000
 #endif
 #ifndef RESERVE_LOCK_WAIT_MS
 #define RESERVE_LOCK_WAIT_MS 30000 /* a stuck caller must not block the others forever */
@@ -99,6 +116,20 @@ struct usage {
   unsigned long long caller_kb;
 };
 int usage_read(const struct reserve_grants *gs, uid_t caller, struct usage *u);
+/* usage-files.c: the blocks of the hugetlb memfds a process holds open,
+ * each file once per call (counted over, never under). */
+#define USAGE_MAX_FILES 1024
+#define USAGE_MAX_TABLES 1024
+struct usage_files {
+  dev_t memfd_dev[3]; /* the kernel's hugetlbfs mounts of memfds (default, 2 MB, 1 GB pages) */
+  size_t nmemfd_devs, nfiles, ntables;
+  unsigned long long file_dev[USAGE_MAX_FILES], file_ino[USAGE_MAX_FILES];
+  pid_t table_pid[USAGE_MAX_TABLES]; /* descriptor tables read (kcmp KCMP_FILES) */
+};
+void usage_files_init(struct usage_files *f);
+unsigned long long usage_files_kb(struct usage_files *f, pid_t pid);
+/* kcmp(KCMP_FILES): 0 the same descriptor table (fake.c in the test build). */
+int usage_files_compare(pid_t a, pid_t b);
 /* kcmp(KCMP_VM): 0 the same mm, 1 or 2 not, -1 unknown (fake.c in the test build). */
 int usage_mm_compare(pid_t a, pid_t b);
 
@@ -120,7 +151,7 @@ int state_table_sync(int fd);
 struct reserve_grant_entry *state_grant_find(struct reserve_grants *gs, uid_t uid, int node, unsigned size_kb);
 
 struct settled {
-  unsigned long long came;    /* pages the pool had gained */
+  unsigned long long came;    /* pages the pool had gained (grant) or given up (release) */
   unsigned long long now;     /* nr_hugepages at the end */
   unsigned long long charged; /* pages charged to the intent's user */
 };
@@ -142,17 +173,6 @@ int cg_detect(struct cg_hier *h, char *why, size_t whylen);
 /* The name of a page size's file: what "max" (the limit) or "current" (the
  * usage); fault 0: the reservation counter, 1: the fault-time one. */
 void cg_file(const struct cg_hier *h, unsigned size_kb, int fault, const char *what, char *buf, size_t cap);
-/* Root side: <mnt>/hugepool/job_<job> with a 2 MB reservation limit of
- * pages_2m pages (0 for the other sizes), its limit files handed to the
- * helper's group.  0, or -1 with the reason (nothing left behind). */
-int cg_job_create(const struct cg_hier *h, unsigned long job, unsigned long long pages_2m, char *why, size_t whylen);
-/* Root side, in the task before exec: move it into the job's cgroup. */
-int cg_task_enter(const struct cg_hier *h, unsigned long job, char *why, size_t whylen);
-/* Root side, at the job's end: the job cgroup's limits are lowered as far
- * as the kernel lets them, what is left in it is killed (*killed: how many),
- * the cgroup removed.  0, or -1 with the reason (the cgroup then stays, its
- * limits at what it still reserves: the job's grant must keep covering them). */
-int cg_job_remove(const struct cg_hier *h, unsigned long job, int *killed, char *why, size_t whylen);
 /* The directory of <mnt>/hugepool/job_<job>, checked as the helper checks
  * its own job's; -1 with errno (ENOENT: no such cgroup). */
 int cg_job_open(const struct cg_hier *h, unsigned long job);
@@ -178,6 +198,19 @@ int cg_caller_job(uid_t uid, struct cg_job *j, char *why, size_t whylen);
 int cg_job_limit_ok(const struct cg_job *j, unsigned size_kb);
 void cg_job_close(struct cg_job *j);
 
+/* ---- cgroup-job.c ---- */
+
+/* Root side: <mnt>/hugepool/job_<job> with a 2 MB reservation limit of
+ * pages_2m pages (0 for the other sizes), its limit files handed to the
+ * helper's group.  0, or -1 with the reason (nothing left behind). */
+int cgjob_create(const struct cg_hier *h, unsigned long job, unsigned long long pages_2m, char *why, size_t whylen);
+/* Root side, in the task before exec: move it into the job's cgroup. */
+int cgjob_task_enter(const struct cg_hier *h, unsigned long job, char *why, size_t whylen);
+/* Root side, at the job's end: the job cgroup's limits are lowered as far
+ * as the kernel lets them, what is left in it is killed (*killed: how many),
+ * the cgroup removed.  0, or -1 with the reason (the cgroup then stays, its
+ * limits at what it still reserves: the job's grant must keep covering them). */
+int cgjob_remove(const struct cg_hier *h, unsigned long job, int *killed, char *why, size_t whylen);
 /* ---- limits.c ---- */
 
 #define RESERVE_MAX_JOBS 64 /* one user's jobs on a node */

@@ -90,19 +90,14 @@ static int test_env(void) {
 }
 #endif
 
-int main(int argc, char *argv[]) {
-  struct reserve_request rq;
-  struct reserve_config conf;
-  struct reserve_caller who;
-  sigset_t all;
-  const char *perr;
-  char msg[2048], what[128], node[16];
-  static gid_t groups[65536];
-  int rc, ng;
+/* A step of main returns 0 to go on, or END(status) to exit with status. */
+#define END(status) (-(status) - 1)
+#define END_STATUS(rc) (-(rc) - 1)
 
-  /* With argc == 0, argv[1] would be the first environment string. */
-  /* (Linux >= 5.18 turns argc == 0 into argv[0] == "": refuse that too.) */
-  if (argc < 1 || argv == NULL || argv[0] == NULL || argv[0][0] == '\0') return RESERVE_USAGE;
+/* Before anything else: descriptors, environment, signals, umask, cwd,
+ * RLIMIT_FSIZE, the log.  0, or -1: nothing may run. */
+static int main_sanitize(void) {
+  sigset_t all;
   sanitize_fds();
   if (clearenv() != 0) environ = NULL;
   /* Ignore keyboard and terminal signals: an update runs to its end.  (A
@@ -110,73 +105,106 @@ int main(int argc, char *argv[]) {
   sigfillset(&all);
   sigprocmask(SIG_SETMASK, &all, NULL);
   umask(077);
-  if (chdir("/") != 0) return RESERVE_FAIL;
+  if (chdir("/") != 0) return -1;
   /* A small RLIMIT_FSIZE would cut our writes short: soft limit up to the
    * hard one here; the core refuses to write the table if that is not enough. */
   (void)reserve_fsize_ok();
   openlog("hugepool-reserve", LOG_PID, LOG_AUTHPRIV);
+  return 0;
+}
 
+/* The arguments: 0 to go on with rq; END(status) when done here
+ * (--version, --help, a usage error). */
+static int main_args(int argc, char *argv[], const struct reserve_caller *who, struct reserve_request *rq) {
+  const char *perr;
+  if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+    dprintf(1, "hugepool-reserve %s\n", HUGEPOOL_VERSION);
+    return END(RESERVE_OK);
+  }
+#ifdef HUGEPOOL_RESERVE_TEST_ROOT
+  /* Test builds only; the parsers are the same objects in every build. */
+  if (argc == 2 && strcmp(argv[1], "--test-env") == 0) return END(test_env());
+#endif
+  if (reserve_parse_args(argc, argv, rq, &perr) != 0) {
+    say(2, "", perr);
+    dprintf(2, "%s", usage);
+    /* The arguments themselves are not logged: they are the caller's text. */
+    reserve_audit(who, "action=usage outcome=refused reason=\"%s\"", perr);
+    return END(RESERVE_USAGE);
+  }
+  if (rq->action == ACT_HELP) {
+    dprintf(1, "%s", usage);
+    return END(RESERVE_OK);
+  }
+  return 0;
+}
+
+/* Room for as many groups as Linux allows (65536): a smaller array would
+ * refuse, or cut, a caller with many.  0, or -1. */
+static int main_groups(struct reserve_caller *who) {
+  static gid_t groups[65536];
+  int ng = getgroups((int)(sizeof groups / sizeof groups[0]), groups);
+  if (ng < 0) {
+    say(2, "", "cannot read your supplementary groups");
+    return -1;
+  }
+  who->groups = groups;
+  who->ngroups = ng;
+  return 0;
+}
+
+/* The config and the caller's right to ask: 0 to go on, or END(status).
+ * A caller outside the group still gets --status's pool figures (what
+ * sysfs shows everyone) and the reason, never the table (README.md). */
+static int main_allowed(const struct reserve_caller *who, const struct reserve_request *rq, struct reserve_config *conf,
+                        char *msg, size_t msglen) {
+  char what[128], node[16];
+  int rc = reserve_load_config(conf, msg, msglen);
+  if (rc == 0 && reserve_authorize(conf, who, msg, msglen) != 0) {
+    if (rq->action == ACT_STATUS) return END(reserve_status_pool(1, msg));
+    rc = -1;
+  }
+  if (rc == 0) return 0;
+  reserve_node_name(node, sizeof node, rq->node);
+  if (rq->action == ACT_GRANT)
+    snprintf(what, sizeof what, "action=grant size=%ukB node=%s request=%llu granted=0", rq->size_kb, node, rq->pages);
+  else
+    snprintf(what, sizeof what, "action=%s", rq->action == ACT_STATUS ? "status" : "release");
+  say(2, "refused: ", msg);
+  reserve_audit(who, "%s outcome=refused reason=\"%s\"", what, msg);
+  return END(RESERVE_FAIL);
+}
+
+static int main_run(const struct reserve_config *conf, const struct reserve_caller *who,
+                    const struct reserve_request *rq, char *msg, size_t msglen) {
+  int rc;
+  if (rq->action == ACT_STATUS) return reserve_status(who, 1);
+  if (rq->action == ACT_RELEASE)
+    rc = reserve_release(who, msg, msglen);
+  else if (rq->action == ACT_GRANT)
+    rc = reserve_grant(conf, who, rq, msg, msglen);
+  else
+    return RESERVE_USAGE;
+  say(rc == RESERVE_OK ? 1 : 2, rc == RESERVE_OK ? "" : "failed: ", msg);
+  return rc == RESERVE_OK ? RESERVE_OK : RESERVE_FAIL;
+}
+
+int main(int argc, char *argv[]) {
+  struct reserve_request rq;
+  struct reserve_config conf;
+  struct reserve_caller who;
+  char msg[2048];
+  int rc;
+  /* With argc == 0, argv[1] would be the first environment string. */
+  /* (Linux >= 5.18 turns argc == 0 into argv[0] == "": refuse that too.) */
+  if (argc < 1 || argv == NULL || argv[0] == NULL || argv[0][0] == '\0') return RESERVE_USAGE;
+  if (main_sanitize() != 0) return RESERVE_FAIL;
   memset(&who, 0, sizeof who);
   who.uid = getuid();
   who.gid = getgid();
   who.source = "helper";
-  if (argc == 2 && strcmp(argv[1], "--version") == 0) {
-    dprintf(1, "hugepool-reserve %s\n", HUGEPOOL_VERSION);
-    return RESERVE_OK;
-  }
-#ifdef HUGEPOOL_RESERVE_TEST_ROOT
-  /* Test builds only; the parsers are the same objects in every build. */
-  if (argc == 2 && strcmp(argv[1], "--test-env") == 0) return test_env();
-#endif
-  if (reserve_parse_args(argc, argv, &rq, &perr) != 0) {
-    say(2, "", perr);
-    dprintf(2, "%s", usage);
-    /* The arguments themselves are not logged: they are the caller's text. */
-    reserve_audit(&who, "action=usage outcome=refused reason=\"%s\"", perr);
-    return RESERVE_USAGE;
-  }
-  if (rq.action == ACT_HELP) {
-    dprintf(1, "%s", usage);
-    return RESERVE_OK;
-  }
-
-  /* Room for as many groups as Linux allows (65536): a smaller array would
-   * refuse, or cut, a caller with many. */
-  ng = getgroups((int)(sizeof groups / sizeof groups[0]), groups);
-  if (ng < 0) {
-    say(2, "", "cannot read your supplementary groups");
-    return RESERVE_FAIL;
-  }
-  who.groups = groups;
-  who.ngroups = ng;
-
-  reserve_node_name(node, sizeof node, rq.node);
-  if (rq.action == ACT_GRANT)
-    snprintf(what, sizeof what, "action=grant size=%ukB node=%s request=%llu granted=0", rq.size_kb, node, rq.pages);
-  else
-    snprintf(what, sizeof what, "action=%s", rq.action == ACT_STATUS ? "status" : "release");
-  /* A caller outside the group still gets --status's pool figures (what
-   * sysfs shows everyone) and the reason, never the table (README.md). */
-  rc = reserve_load_config(&conf, msg, sizeof msg);
-  if (rc == 0 && reserve_authorize(&conf, &who, msg, sizeof msg) != 0) {
-    if (rq.action == ACT_STATUS) return reserve_status_pool(1, msg);
-    rc = -1;
-  }
-  if (rc != 0) {
-    say(2, "refused: ", msg);
-    reserve_audit(&who, "%s outcome=refused reason=\"%s\"", what, msg);
-    return RESERVE_FAIL;
-  }
-  switch (rq.action) {
-    case ACT_STATUS: return reserve_status(&who, 1);
-    case ACT_RELEASE:
-      rc = reserve_release(&who, msg, sizeof msg);
-      say(rc == RESERVE_OK ? 1 : 2, rc == RESERVE_OK ? "" : "failed: ", msg);
-      return rc == RESERVE_OK ? RESERVE_OK : RESERVE_FAIL;
-    case ACT_GRANT:
-      rc = reserve_grant(&conf, &who, &rq, msg, sizeof msg);
-      say(rc == RESERVE_OK ? 1 : 2, rc == RESERVE_OK ? "" : "failed: ", msg);
-      return rc == RESERVE_OK ? RESERVE_OK : RESERVE_FAIL;
-    default: return RESERVE_USAGE;
-  }
+  if ((rc = main_args(argc, argv, &who, &rq)) != 0) return END_STATUS(rc);
+  if (main_groups(&who) != 0) return RESERVE_FAIL;
+  if ((rc = main_allowed(&who, &rq, &conf, msg, sizeof msg)) != 0) return END_STATUS(rc);
+  return main_run(&conf, &who, &rq, msg, sizeof msg);
 }

@@ -132,92 +132,93 @@ static int valid_group_name(const char *s) {
   return 1;
 }
 
+enum { K_MAX_PAGES = 1, K_FRACTION = 2, K_MIN_FREE = 4, K_GROUP = 8, K_JOB = 16, K_ISO = 32, K_DEFAULT = 64 };
+
+/* One line of text from *pos into line (cap bytes), trailing blanks cut.
+ * 0, or -1: too long or a NUL in it. */
+static int config_line(const char *text, size_t len, size_t *pos, char *line, size_t cap) {
+  size_t n = 0;
+  while (*pos < len && text[*pos] != '\n') {
+    if (text[*pos] == '\0' || n + 1 >= cap) return -1;
+    line[n++] = text[(*pos)++];
+  }
+  (*pos)++; /* the newline */
+  line[n] = '\0';
+  while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t')) line[--n] = '\0';
+  return 0;
+}
+
+/* "key value" (one value, no tabs) split in place: 1, 0 for a blank line or
+ * a comment, -1 for anything else. */
+static int config_key_value(char *line, char **key, char **val) {
+  char *sp;
+  *key = line;
+  while (**key == ' ' || **key == '\t') (*key)++;
+  if (**key == '\0' || **key == '#') return 0;
+  if ((sp = strchr(*key, ' ')) == NULL) return -1;
+  *sp = '\0';
+  *val = sp + 1;
+  while (**val == ' ') (*val)++;
+  if (strchr(*val, ' ') != NULL || strchr(*val, '\t') != NULL || strchr(*key, '\t') != NULL || **val == '\0')
+    return -1;
+  return 1;
+}
+
+static int parse_yes_no(const char *val, int *out) {
+  if (strcmp(val, "yes") != 0 && strcmp(val, "no") != 0) return -1;
+  *out = strcmp(val, "yes") == 0;
+  return 0;
+}
+
+/* One key's value into c: its K_* bit, 0 for a bad value, -1 for a key
+ * that is not one. */
+static int config_value(const char *key, const char *val, struct reserve_config *c) {
+  if (strcmp(key, "max_pages") == 0) return reserve_parse_count(val, RESERVE_MAX_PAGES, &c->max_pages) ? 0 : K_MAX_PAGES;
+  if (strcmp(key, "max_fraction") == 0) return parse_fraction(val, &c->max_permille) ? 0 : K_FRACTION;
+  if (strcmp(key, "min_free_mb") == 0) return reserve_parse_count(val, 1ULL << 40, &c->min_free_mb) ? 0 : K_MIN_FREE;
+  if (strcmp(key, "group") == 0) {
+    if (!valid_group_name(val)) return 0;
+    memcpy(c->group, val, strlen(val) + 1);
+    return K_GROUP;
+  }
+  if (strcmp(key, "require_job") == 0) return parse_yes_no(val, &c->require_job) ? 0 : K_JOB;
+  if (strcmp(key, "require_isolation") == 0) return parse_yes_no(val, &c->require_isolation) ? 0 : K_ISO;
+  if (strcmp(key, "default_job_pages") == 0) {
+    c->default_job_pages_set = 1;
+    return reserve_parse_count(val, RESERVE_MAX_PAGES, &c->default_job_pages) ? 0 : K_DEFAULT;
+  }
+  return -1;
+}
+
 int reserve_parse_config(const char *text, size_t len, struct reserve_config *c, char *err, size_t errlen) {
-  enum { K_MAX_PAGES = 1, K_FRACTION = 2, K_MIN_FREE = 4, K_GROUP = 8, K_JOB = 16, K_ISO = 32, K_DEFAULT = 64 };
   unsigned seen = 0;
   size_t pos = 0;
-  int lineno = 0;
+  int lineno = 0, bit;
   memset(c, 0, sizeof *c);
   if (len > RESERVE_CONF_MAX) {
     (void)snprintf(err, errlen, "config larger than %d bytes", RESERVE_CONF_MAX);
     return -1;
   }
   while (pos < len) {
-    char line[256], *key, *val, *sp;
-    size_t n = 0;
-    unsigned bit;
+    char line[256], *key = NULL, *val = NULL;
+    int kv;
     lineno++;
-    while (pos < len && text[pos] != '\n') {
-      if (text[pos] == '\0' || n + 1 >= sizeof line) {
-        (void)snprintf(err, errlen, "line %d: too long or contains NUL", lineno);
-        return -1;
-      }
-      line[n++] = text[pos++];
+    if (config_line(text, len, &pos, line, sizeof line) != 0) {
+      (void)snprintf(err, errlen, "line %d: too long or contains NUL", lineno);
+      return -1;
     }
-    pos++; /* the newline */
-    line[n] = '\0';
-    while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t')) line[--n] = '\0';
-    key = line;
-    while (*key == ' ' || *key == '\t') key++;
-    if (*key == '\0' || *key == '#') continue;
-    sp = strchr(key, ' ');
-    if (sp == NULL) {
+    if ((kv = config_key_value(line, &key, &val)) == 0) continue;
+    if (kv < 0) {
       (void)snprintf(err, errlen, "line %d: expected 'key value'", lineno);
       return -1;
     }
-    *sp = '\0';
-    val = sp + 1;
-    while (*val == ' ') val++;
-    if (strchr(val, ' ') != NULL || strchr(val, '\t') != NULL || strchr(key, '\t') != NULL || *val == '\0') {
-      (void)snprintf(err, errlen, "line %d: expected 'key value'", lineno);
+    if ((bit = config_value(key, val, c)) <= 0 || (seen & (unsigned)bit)) {
+      (void)snprintf(err, errlen, bit < 0 ? "line %d: unknown key '%.40s'" : bit == 0 ? "line %d: bad value for '%s'"
+                                                                                      : "line %d: '%s' given twice",
+                     lineno, key);
       return -1;
     }
-    if (strcmp(key, "max_pages") == 0) {
-      bit = K_MAX_PAGES;
-      if (reserve_parse_count(val, RESERVE_MAX_PAGES, &c->max_pages) != 0) goto bad_value;
-    } else if (strcmp(key, "max_fraction") == 0) {
-      bit = K_FRACTION;
-      if (parse_fraction(val, &c->max_permille) != 0) goto bad_value;
-    } else if (strcmp(key, "min_free_mb") == 0) {
-      bit = K_MIN_FREE;
-      if (reserve_parse_count(val, 1ULL << 40, &c->min_free_mb) != 0) goto bad_value;
-    } else if (strcmp(key, "group") == 0) {
-      bit = K_GROUP;
-      if (!valid_group_name(val)) goto bad_value;
-      memcpy(c->group, val, strlen(val) + 1);
-    } else if (strcmp(key, "require_job") == 0) {
-      bit = K_JOB;
-      if (strcmp(val, "yes") == 0)
-        c->require_job = 1;
-      else if (strcmp(val, "no") == 0)
-        c->require_job = 0;
-      else
-        goto bad_value;
-    } else if (strcmp(key, "require_isolation") == 0) {
-      bit = K_ISO;
-      if (strcmp(val, "yes") == 0)
-        c->require_isolation = 1;
-      else if (strcmp(val, "no") == 0)
-        c->require_isolation = 0;
-      else
-        goto bad_value;
-    } else if (strcmp(key, "default_job_pages") == 0) {
-      bit = K_DEFAULT;
-      if (reserve_parse_count(val, RESERVE_MAX_PAGES, &c->default_job_pages) != 0) goto bad_value;
-      c->default_job_pages_set = 1;
-    } else {
-      (void)snprintf(err, errlen, "line %d: unknown key '%.40s'", lineno, key);
-      return -1;
-    }
-    if (seen & bit) {
-      (void)snprintf(err, errlen, "line %d: '%s' given twice", lineno, key);
-      return -1;
-    }
-    seen |= bit;
-    continue;
-  bad_value:
-    snprintf(err, errlen, "line %d: bad value for '%s'", lineno, key);
-    return -1;
+    seen |= (unsigned)bit;
   }
   if (!(seen & K_MAX_PAGES) || !(seen & K_FRACTION) || !(seen & K_MIN_FREE) || !(seen & K_GROUP)) {
     (void)snprintf(err, errlen, "max_pages, max_fraction, min_free_mb and group must all be set");
@@ -268,16 +269,19 @@ static int parse_pool(char *const *f, uid_t *uid, int *node, unsigned *size_kb) 
   return 0;
 }
 
-/* "intent uid node|any size_kb before delta pages": a grant being made
- * (see struct reserve_intent).  At most one. */
-static int parse_intent(char *line, struct reserve_intent *in) {
+/* "intent uid node|any size_kb before delta pages": a grant being made;
+ * "release uid node|any size_kb before delta pages": a release being made
+ * (see struct reserve_intent).  At most one of either. */
+static int parse_intent(char *line, int kind, struct reserve_intent *in) {
   char *f[7];
   if (in->active || split_fields(line, f, 7) != 0 || parse_pool(f + 1, &in->uid, &in->node, &in->size_kb) != 0 ||
       reserve_parse_count(f[4], 1ULL << 50, &in->before) != 0 ||
       reserve_parse_count(f[5], RESERVE_MAX_PAGES, &in->delta) != 0 || in->delta == 0 ||
-      reserve_parse_count(f[6], RESERVE_MAX_PAGES, &in->pages) != 0 || in->pages < in->delta)
+      reserve_parse_count(f[6], RESERVE_MAX_PAGES, &in->pages) != 0)
     return -1;
-  in->active = 1;
+  /* a grant's pages include its delta; a release's pool held its delta */
+  if (kind == RESERVE_INTENT_GRANT ? in->pages < in->delta : in->before < in->delta) return -1;
+  in->active = kind;
   return 0;
 }
 
@@ -312,8 +316,9 @@ int reserve_parse_grants(const char *text, size_t len, struct reserve_grants *gs
      * table is then corrupt (fail closed), never silently a different table.
      * Anything after a matching end line is an old tail not yet truncated. */
     if (strncmp(line, "end", 3) == 0) return end_line_ok(line, text, start) ? 0 : -1;
-    if (strncmp(line, "intent ", 7) == 0) {
-      if (parse_intent(line, &gs->intent) != 0) return -1;
+    if (strncmp(line, "intent ", 7) == 0 || strncmp(line, "release ", 8) == 0) {
+      if (parse_intent(line, line[0] == 'i' ? RESERVE_INTENT_GRANT : RESERVE_INTENT_RELEASE, &gs->intent) != 0)
+        return -1;
       continue;
     }
     if (split_fields(line, f, 4) != 0 || parse_pool(f, &e.uid, &e.node, &e.size_kb) != 0 ||
@@ -345,7 +350,8 @@ size_t reserve_format_grants(const struct reserve_grants *gs, char *buf, size_t 
     const struct reserve_intent *in = &gs->intent;
     char node[16];
     reserve_node_name(node, sizeof node, in->node);
-    w = snprintf(buf + used, cap - used, "intent %lu %s %u %llu %llu %llu\n", (unsigned long)in->uid, node, in->size_kb,
+    w = snprintf(buf + used, cap - used, "%s %lu %s %u %llu %llu %llu\n",
+                 in->active == RESERVE_INTENT_RELEASE ? "release" : "intent", (unsigned long)in->uid, node, in->size_kb,
                  in->before, in->delta, in->pages);
     if (w < 0 || (size_t)w >= cap - used) return 0;
     used += (size_t)w;

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hugepool-reserve: giving pages back.  Rules kept:
  *
- *  1. The table is written before the pool shrinks: if it cannot be
- *     written, nothing changes (the other order could leave a user charged
- *     for pages already given back, and a second release would then take
- *     other users' pages).
+ *  1. The table is written before the pool shrinks, with the release's
+ *     intent (pool, size before, pages to go): if it cannot be written,
+ *     nothing changes (the other order could leave a user charged for pages
+ *     already given back, and a second release would then take other
+ *     users' pages); if the helper is killed after it, the next call
+ *     charges again what did not go (state.c), so no page is left in the
+ *     pool charged to no one.
  *  2. Never shrink into pages in use or reserved: a pool shrinks by at
  *     most free - resv.
  *  3. Never shrink into pages promised to others: free - resv - shrink must
@@ -165,6 +168,11 @@ static const struct user_jobs *jobs_of(const struct release *r, unsigned size_kb
 static unsigned long long release_keep(const struct release *r, const struct reserve_grant_entry *g, char *why,
                                        size_t cap) {
   unsigned long long keep, jobs;
+  if (r->procs_err == ETIMEDOUT) {
+    snprintf(why, cap, "reading /proc took longer than %d s (too many processes) to see what your processes map",
+             RESERVE_SCAN_MS / 1000);
+    return g->pages;
+  }
   if (r->procs_err != 0 || r->jobs_err != 0) {
     snprintf(why, cap, "cannot read %s (%s) to see what your %s", r->procs_err ? "/proc" : "your jobs' hugetlb cgroups",
              strerror(r->procs_err ? r->procs_err : r->jobs_err), r->procs_err ? "processes map" : "jobs reserve");
@@ -241,38 +249,102 @@ static int release_fit(struct release *r) {
   return 0;
 }
 
-/* Shrinks each planned pool; what did not go stays the caller's. */
-static void release_shrink(struct release *r) {
-  char node[16];
-  size_t i;
-  int short_release = 0;
-  for (i = 0; i < r->s.gs.n; i++) {
-    struct reserve_grant_entry *g = &r->s.gs.g[i];
-    unsigned long long before, after, released;
-    if (r->plan[i] == 0) continue;
-    reserve_node_name(node, sizeof node, g->node);
-    /* Decided again inside: a node's pool and the global one are the same
-     * pages, so an earlier shrink in this loop changed both. */
-    released = shrink_pool(&r->s.gs, &r->u, r->who->uid, g->node, g->size_kb, r->plan[i], &before, &after);
-    reserve_audit(r->who,
-                  "action=release size=%ukB node=%s request=%llu before=%llu after=%llu released=%llu outcome=%s",
-                  g->size_kb, node, r->plan[i], before, after, released, released == r->plan[i] ? "ok" : "partial");
-    append(r->msg, r->msglen, &r->used, "released %llu pages of %u kB on node %s (pool %llu -> %llu)\n", released,
-           g->size_kb, node, before, after);
-    if (released != r->plan[i]) {
-      g->pages += r->plan[i] - released; /* still the user's */
-      short_release = 1;
-      r->rc = RESERVE_FAIL;
-    }
+/* Records the intent of one pool's release with the grant lowered, before
+ * the pool shrinks (rule 1): a kill after this write leaves the intent for
+ * the next call, which charges again whatever did not go.  0, or -1 with
+ * the reason in the message (nothing of this pool changed). */
+static int release_intent(struct release *r, size_t i, const char *node) {
+  struct reserve_grant_entry *g = &r->s.gs.g[i];
+  unsigned long long before;
+  if (sysfs_pool_file_read(g->node, g->size_kb, "nr_hugepages", &before) != 0) {
+    append(r->msg, r->msglen, &r->used, "kept %llu pages of %u kB on node %s: cannot read the pool: %s\n", r->plan[i],
+           g->size_kb, node, strerror(errno));
+    return -1;
   }
-  if (short_release && state_write(&r->s) != 0)
-    append(r->msg, r->msglen, &r->used, "cannot record the pages still held: %s\n", strerror(errno));
+  if (before < r->plan[i]) { /* (resized from outside: the intent could not even be a valid record) */
+    append(r->msg, r->msglen, &r->used, "kept %llu pages of %u kB on node %s: the pool holds only %llu pages\n",
+           r->plan[i], g->size_kb, node, before);
+    return -1;
+  }
+  g->pages -= r->plan[i];
+  r->s.gs.intent = (struct reserve_intent){RESERVE_INTENT_RELEASE, r->who->uid, g->node, g->size_kb, before,
+                                           r->plan[i], g->pages};
+  if (state_write(&r->s) == 0) return 0;
+  append(r->msg, r->msglen, &r->used, "kept %llu pages of %u kB on node %s: cannot record the release: %s\n",
+         r->plan[i], g->size_kb, node, strerror(errno));
+  reserve_audit(r->who, "action=release size=%ukB node=%s request=%llu released=0 outcome=error reason=\"cannot write "
+                "the grant table\"", g->size_kb, node, r->plan[i]);
+  return -1;
 }
 
-/* The table is written before the pool shrinks: if the table cannot be
- * written, nothing changes.  The other order could leave the user charged for
- * pages already given back, and a second release would then take other
- * users' pages.  The caller's jobs' limits are lowered before either.
+/* Says why a pool gave up fewer pages than planned: between the decision
+ * and the shrink, pages were mapped or reserved (the kernel gives up only
+ * free ones) or promised to other users' grants; or, with room enough, the
+ * kernel did not take the write. */
+static void release_short(struct release *r, size_t i, unsigned long long released) {
+  const struct reserve_grant_entry *g = &r->s.gs.g[i];
+  unsigned long long spare = shrink_allowed(&r->s.gs, &r->u, r->who->uid, g->node, g->size_kb);
+  if (spare >= r->plan[i] - released)
+    append(r->msg, r->msglen, &r->used,
+           "kept %llu of those %llu pages (still yours): the kernel did not give them up (the pool file could not "
+           "be written, or its pages were in use); release again later\n",
+           r->plan[i] - released, r->plan[i]);
+  else
+    append(r->msg, r->msglen, &r->used,
+           "kept %llu of those %llu pages (still yours): when the pool shrank, only %llu free pages were not in use, "
+           "reserved or promised to other users' grants; release again later\n",
+           r->plan[i] - released, r->plan[i], spare);
+}
+
+/* Shrinks one planned pool after recording its intent, then records what
+ * went (what did not go stays the caller's) and clears the intent in the
+ * same write.  0, or -1: stop (the table was not written as planned). */
+static int release_one(struct release *r, size_t i) {
+  struct reserve_grant_entry *g = &r->s.gs.g[i];
+  unsigned long long before, after, released;
+  char node[16];
+  reserve_node_name(node, sizeof node, g->node);
+  if (release_intent(r, i, node) != 0) return -1;
+  /* Decided again inside: a node's pool and the global one are the same
+   * pages, so an earlier shrink in this call changed both. */
+  released = shrink_pool(&r->s.gs, &r->u, r->who->uid, g->node, g->size_kb, r->plan[i], &before, &after);
+  reserve_audit(r->who, "action=release size=%ukB node=%s request=%llu before=%llu after=%llu released=%llu outcome=%s",
+                g->size_kb, node, r->plan[i], before, after, released, released == r->plan[i] ? "ok" : "partial");
+  append(r->msg, r->msglen, &r->used, "released %llu pages of %u kB on node %s (pool %llu -> %llu)\n", released,
+         g->size_kb, node, before, after);
+  if (released != r->plan[i]) {
+    release_short(r, i, released);
+    r->rc = RESERVE_FAIL;
+  }
+  g->pages += r->plan[i] - released; /* what did not go is still the caller's */
+  r->s.gs.intent.active = 0;
+  if (state_write(&r->s) == 0) return 0;
+  append(r->msg, r->msglen, &r->used, "cannot record the release (%s): the next call settles it\n", strerror(errno));
+  r->rc = RESERVE_FAIL;
+  return -1;
+}
+
+/* Shrinks each planned pool, one at a time, each with its own intent.  A
+ * failed table write stops the loop: the table read back no longer matches
+ * our plan's indexes, and the pools not reached stay charged. */
+static void release_shrink(struct release *r) {
+  size_t i;
+  for (i = 0; i < r->s.gs.n; i++) {
+    if (r->plan[i] == 0) continue;
+    if (release_one(r, i) != 0) {
+      r->rc = RESERVE_FAIL;
+      return;
+    }
+  }
+}
+
+/* Each pool's release is recorded (its intent, the grant lowered) before
+ * the pool shrinks, and what went after (release_one): a kill at any point
+ * leaves a table the next call settles, every page in the pool charged to
+ * someone.  If the table cannot be written, nothing changes.  The other
+ * order could leave the user charged for pages already given back, and a
+ * second release would then take other users' pages.  The caller's jobs'
+ * limits are lowered before either.
  *
  * The pool only knows how many pages are free, not whose.  Two rules keep a
  * release from taking pages promised to someone else:
@@ -285,17 +357,14 @@ static void release_shrink(struct release *r) {
  * All are computed fail closed: if /proc cannot be read, everything is kept. */
 static int release_locked(struct release *r) {
   int any = 0, planned = release_decide(r, &any);
+  size_t i;
   if (!any) {
     snprintf(r->msg, r->msglen, "you hold no pages\n");
     reserve_audit(r->who, "action=release released=0 outcome=unchanged");
   }
   if (r->jobs_err == 0 && release_fit(r) != 0) return RESERVE_FAIL;
-  if (planned && state_write(&r->s) != 0) {
-    append(r->msg, r->msglen, &r->used, "nothing released: cannot record the release: %s\n", strerror(errno));
-    reserve_audit(r->who, "action=release released=0 outcome=error reason=\"cannot write the grant table\"");
-    return RESERVE_FAIL;
-  }
-  release_shrink(r);
+  for (i = 0; i < r->s.gs.n; i++) r->s.gs.g[i].pages += r->plan[i]; /* charged until its own intent is written */
+  if (planned) release_shrink(r);
   return r->rc;
 }
 

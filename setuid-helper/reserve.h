@@ -53,18 +53,21 @@ struct reserve_grant_entry {
   unsigned long long pages;
 };
 
-/* A grant being made: written to the table (with fsync) before the pool
- * grows, cleared in the same write that records the grant.  One left behind
- * (the helper was killed in between) is settled by the next locked call:
- * pages the pool gained are charged to uid, or given back. */
+/* A grant or a release being made: written to the table (with fsync)
+ * before the pool changes, cleared in the same write that records the
+ * outcome.  One left behind (the helper was killed in between) is settled
+ * by the next locked call: for a grant, pages the pool gained are charged to
+ * uid, or given back; for a release, pages the pool did not give up are
+ * charged to uid again.  Either way every page in the pool is charged. */
+enum { RESERVE_INTENT_GRANT = 1, RESERVE_INTENT_RELEASE = 2 };
 struct reserve_intent {
-  int active;
+  int active;     /* 0, RESERVE_INTENT_GRANT or RESERVE_INTENT_RELEASE */
   uid_t uid;
   int node; /* -1: any */
   unsigned size_kb;
   unsigned long long before; /* nr_hugepages before the write */
-  unsigned long long delta;  /* pages asked of the kernel */
-  unsigned long long pages;  /* uid's grant once all delta pages are in */
+  unsigned long long delta;  /* pages asked of the kernel (grant) or given back to it (release) */
+  unsigned long long pages;  /* uid's grant once all delta pages are in (grant) or out (release) */
 };
 
 struct reserve_grants {
@@ -75,8 +78,9 @@ struct reserve_grants {
 
 /* The grant table: "uid node|any size_kb pages" lines, at most one per
  * (uid, node, size), at most one "intent uid node|any size_kb before delta
- * pages" line, closed by "end <checksum>" (16 hex digits of
- * reserve_grants_checksum over everything before that line).  An empty text
+ * pages" or "release uid node|any size_kb before delta pages" line, closed
+ * by "end <checksum>" (16 hex digits of reserve_grants_checksum over
+ * everything before that line).  An empty text
  * is an empty table; anything else without a matching end line is corrupt. */
 unsigned long long reserve_grants_checksum(const char *text, size_t len);
 int reserve_parse_grants(const char *text, size_t len, struct reserve_grants *gs);

@@ -58,6 +58,7 @@
 #include <unistd.h>
 
 #include "helper.h"
+#include "jobfiles.h"
 
 SPANK_PLUGIN(hugepool, 1)
 
@@ -83,43 +84,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av) {
   return 0;
 }
 
-static void job_file(char *buf, size_t cap, uint32_t job, const char *ext) {
-  snprintf(buf, cap, RESERVE_JOBS_DIR "/%u%s", (unsigned)job, ext);
-}
-
-static void write_job_file(uint32_t job, const char *ext, const char *text) {
-  char path[256];
-  int fd;
-  job_file(path, sizeof path, job, ext);
-  fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  if (write(fd, text, strlen(text)) < 0) { /* the audit log has the reason anyway */
-  }
-  close(fd);
-}
-
-/* A root-owned regular file of the registry, NUL-terminated; -1 if none. */
-static int read_job_file(uint32_t job, const char *ext, char *buf, size_t cap) {
-  char path[256];
-  struct stat st;
-  ssize_t n;
-  int fd;
-  job_file(path, sizeof path, job, ext);
-  fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return -1;
-  n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 ? read(fd, buf, cap - 1) : -2;
-  close(fd);
-  buf[n > 0 ? n : 0] = '\0';
-  return n == -2 ? -1 : 0;
-}
-
-static void record_failure(uint32_t job, const char *why) { write_job_file(job, ".failed", why); }
-
-/* Removes the job's registry files of these extensions (NULL-ended). */
-static void drop_job_files(uint32_t job, const char *const *exts) {
-  char path[256];
-  for (; *exts != NULL; exts++) job_file(path, sizeof path, job, *exts), unlink(path);
-}
+static void record_failure(uint32_t job, const char *why) { jobfile_write(job, ".failed", why); }
 
 /* groups: room for RESERVE_MAX_GROUPS; a user with more is checked by the
  * primary group alone (fail closed). */
@@ -152,16 +117,16 @@ static int isolate_job(const struct reserve_caller *who, const struct reserve_co
                        const struct cg_hier *h, const char *detect_why, unsigned long long pages,
                        unsigned long long allowance) {
   char why[600], text[700];
-  if (detect_why == NULL && cg_job_create(h, job, pages, why, sizeof why) == 0) {
+  if (detect_why == NULL && cgjob_create(h, job, pages, why, sizeof why) == 0) {
     snprintf(text, sizeof text, "isolated %d %llu", conf->require_isolation, allowance);
-    write_job_file(job, ".iso", text);
+    jobfile_write(job, ".iso", text);
     reserve_audit(who, "action=isolate hierarchy=%s cgroup=%s/hugepool/job_%u limit=%llu outcome=ok",
                   h->v2 ? "v2" : "v1", h->mnt, (unsigned)job, pages);
     return 0;
   }
   if (detect_why != NULL) snprintf(why, sizeof why, "%s", detect_why);
   snprintf(text, sizeof text, "unisolated %d %s", conf->require_isolation, why);
-  write_job_file(job, ".iso", text);
+  jobfile_write(job, ".iso", text);
   reserve_audit(who, "action=isolate limit=%llu outcome=%s reason=\"%s\"", pages,
                 conf->require_isolation ? "refused" : "unavailable", why);
   if (!conf->require_isolation) return 0;
@@ -187,7 +152,7 @@ static int register_job(const struct reserve_caller *who, uint32_t job, int have
   if (end_isolation(who, job, held, sizeof held) != 0) {
     snprintf(why, sizeof why, "job id %u is still held on this node by an earlier job: %s", (unsigned)job, held);
   } else {
-    drop_job_files(job, (const char *const[]){".failed", ".iso", ".kept", NULL});
+    jobfile_drop(job, (const char *const[]){".failed", ".iso", ".kept", NULL});
     if (reserve_job_register(job, who->uid) == 0) return 0;
     snprintf(why, sizeof why, "cannot register the job in %s: %s", RESERVE_JOBS_DIR, strerror(errno));
   }
@@ -292,11 +257,11 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av) {
   (void)ac;
   (void)av;
   if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) return 0;
-  if (read_job_file(job, "", buf, sizeof buf) != 0 || read_job_file(job, ".kept", buf, sizeof buf) == 0) {
+  if (jobfile_read(job, "", buf, sizeof buf) != 0 || jobfile_read(job, ".kept", buf, sizeof buf) == 0) {
     record_missing(sp, "the job could not be registered on this node"); /* (.kept: the id is an earlier job's) */
     return 0;
   }
-  if (read_job_file(job, ".iso", buf, sizeof buf) != 0) {
+  if (jobfile_read(job, ".iso", buf, sizeof buf) != 0) {
     record_missing(sp, "the job's isolation record could not be written on this node");
     return 0;
   }
@@ -305,7 +270,7 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av) {
     gid_t groups[RESERVE_MAX_GROUPS];
     uint32_t id;
     required = buf[9] == '1';
-    if (cg_detect(&h, why, sizeof why) == 0 && cg_task_enter(&h, job, why, sizeof why) == 0) return 0;
+    if (cg_detect(&h, why, sizeof why) == 0 && cgjob_task_enter(&h, job, why, sizeof why) == 0) return 0;
     openlog("hugepool-spank", LOG_PID, LOG_AUTHPRIV);
     if (job_caller(sp, &who, groups, &id) == 0)
       reserve_audit(&who, "action=isolate-task pid=%ld outcome=%s reason=\"%s\"", (long)getpid(),
@@ -329,7 +294,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   (void)ac;
   (void)av;
   if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) return 0;
-  failed = read_job_file(job, ".failed", why, sizeof why) == 0; /* the prolog's reason, the most precise */
+  failed = jobfile_read(job, ".failed", why, sizeof why) == 0; /* the prolog's reason, the most precise */
   if (!failed && task_fail[0] != '\0') {
     snprintf(why, sizeof why, "%s", task_fail);
     failed = 1;
@@ -360,13 +325,13 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
 static int end_isolation(const struct reserve_caller *who, uint32_t job, char *why, size_t whylen) {
   struct cg_hier h;
   char buf[700];
-  int killed = 0, isolated = read_job_file(job, ".iso", buf, sizeof buf) == 0 && strncmp(buf, "isolated ", 9) == 0;
+  int killed = 0, isolated = jobfile_read(job, ".iso", buf, sizeof buf) == 0 && strncmp(buf, "isolated ", 9) == 0;
   if (cg_detect(&h, why, whylen) != 0) {
     if (!isolated) return 0;
     reserve_audit(who, "action=isolate-end outcome=error reason=\"%s\"", why);
     return -1;
   }
-  if (cg_job_remove(&h, job, &killed, why, whylen) != 0) {
+  if (cgjob_remove(&h, job, &killed, why, whylen) != 0) {
     reserve_audit(who, "action=isolate-end cgroup=%s/hugepool/job_%u killed=%d outcome=error reason=\"%s\"", h.mnt,
                   (unsigned)job, killed, why);
     return -1;
@@ -384,7 +349,7 @@ static int end_isolation(const struct reserve_caller *who, uint32_t job, char *w
  * what its cgroup still reserves (release.c: what the user's jobs have
  * reserved is kept). */
 static void keep_job(const struct reserve_caller *who, uint32_t job, const char *why) {
-  write_job_file(job, ".kept", "kept\n"); /* if it cannot be written, it counts as running: nothing released */
+  jobfile_write(job, ".kept", "kept\n"); /* if it cannot be written, it counts as running: nothing released */
   /* (why is in the isolate-end line just before, not repeated here) */
   reserve_audit(who,
                 "action=release released=0 outcome=kept reason=\"the job's isolation could not be ended (isolate-end): "
@@ -407,7 +372,7 @@ static int other_jobs_running(uid_t uid, uint32_t job) {
   int i, n = state_registry_jobs(uid, job, jobs, RESERVE_MAX_JOBS);
   if (n < 0) return errno == E2BIG ? 1 : -1;
   for (i = 0; i < n; i++)
-    if (jobs[i] > UINT32_MAX || read_job_file((uint32_t)jobs[i], ".kept", buf, sizeof buf) != 0) return 1;
+    if (jobs[i] > UINT32_MAX || jobfile_read((uint32_t)jobs[i], ".kept", buf, sizeof buf) != 0) return 1;
   return 0;
 }
 
@@ -436,14 +401,14 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av) {
   (void)av;
   openlog("hugepool-spank", LOG_PID, LOG_AUTHPRIV);
   if (job_caller(sp, &who, groups, &job) != 0) return 0;
-  drop_job_files(job, (const char *const[]){".failed", NULL});
-  if (read_job_file(job, ".kept", why, sizeof why) == 0) return 0; /* the id is an earlier job's (register_job) */
+  jobfile_drop(job, (const char *const[]){".failed", NULL});
+  if (jobfile_read(job, ".kept", why, sizeof why) == 0) return 0; /* the id is an earlier job's (register_job) */
   if (end_isolation(&who, job, why, sizeof why) != 0) {
     keep_job(&who, job, why);
     return 0;
   }
   reserve_job_unregister(job);
-  drop_job_files(job, (const char *const[]){".iso", NULL});
+  jobfile_drop(job, (const char *const[]){".iso", NULL});
   release_user(&who, job);
   return 0;
 }

@@ -16,9 +16,11 @@
  *     synced; if any step fails, the previous table is written back.  Its
  *     end line's checksum makes a torn table corrupt, and a corrupt table
  *     stops everything (fail closed).
- *  5. A grant's intent is in the table, synced, before the pool grows; the
- *     next exclusive open settles one left behind (charged or given back)
- *     and audits it, before anything else is done.
+ *  5. A grant's or a release's intent is in the table, synced, before the
+ *     pool changes; the next exclusive open settles one left behind (a
+ *     grant's pages charged or given back, a release's pages that did not
+ *     go charged again: every page in the pool stays someone's) and audits
+ *     it, before anything else is done.
  *  6. Resource limits are checked before the lock is taken: RLIMIT_FSIZE
  *     (a short write would tear the table) and RLIMIT_NOFILE (EMFILE must
  *     not hide a process from the in-use count).
@@ -233,17 +235,10 @@ struct reserve_grant_entry *state_grant_find(struct reserve_grants *gs, uid_t ui
 
 /* ---- the intent record ---- */
 
-/* Settles the table's intent: the pages the pool gained over the intent's
- * "before" are charged to its user if all of them came; if only some came
- * they are given back, and whatever cannot be given back is charged.  The
- * intent is cleared in the same table write that records the charge.
- * Returns 0, or -1 with errno (the pool unreadable, the table full or not
- * written: the intent then stays for the next call). */
-int state_intent_settle(struct state *s, struct settled *out) {
-  struct reserve_intent *in = &s->gs.intent;
-  struct reserve_grant_entry *g;
-  unsigned long long now;
-  if (sysfs_pool_file_read(in->node, in->size_kb, "nr_hugepages", &now) != 0) return -1;
+/* A grant's intent: the pages the pool gained over "before" are charged
+ * if all of them came; if only some came they are given back, and whatever
+ * cannot be given back is charged. */
+static void settle_grant(const struct reserve_intent *in, unsigned long long now, struct settled *out) {
   out->came = now > in->before ? now - in->before : 0;
   if (out->came > in->delta) out->came = in->delta;
   out->charged = out->came;
@@ -253,27 +248,64 @@ int state_intent_settle(struct state *s, struct settled *out) {
       out->charged = now > in->before ? (now - in->before < in->delta ? now - in->before : in->delta) : 0;
   }
   out->now = now;
-  if (out->charged > 0) {
-    g = state_grant_find(&s->gs, in->uid, in->node, in->size_kb);
-    if (g == NULL) {
-      if (s->gs.n >= RESERVE_MAX_GRANTS) {
-        errno = ENOSPC;
-        return -1;
-      }
-      g = &s->gs.g[s->gs.n++];
-      g->uid = in->uid;
-      g->node = in->node;
-      g->size_kb = in->size_kb;
-      g->pages = 0;
+}
+
+/* A release's intent: the table already charges the user what they keep;
+ * the pages the pool did not give up (before - now short of delta) are
+ * charged to them again, so every page in the pool stays someone's. */
+static void settle_release(const struct reserve_intent *in, unsigned long long now, struct settled *out) {
+  out->came = in->before > now ? in->before - now : 0; /* pages that went */
+  if (out->came > in->delta) out->came = in->delta;
+  out->charged = in->delta - out->came;
+  out->now = now;
+}
+
+/* Adds pages to the intent's user's grant of its pool (a new entry if
+ * needed); -1 with ENOSPC when the table is full. */
+static int settle_charge(struct reserve_grants *gs, const struct reserve_intent *in, unsigned long long pages) {
+  struct reserve_grant_entry *g;
+  if (pages == 0) return 0;
+  if ((g = state_grant_find(gs, in->uid, in->node, in->size_kb)) == NULL) {
+    if (gs->n >= RESERVE_MAX_GRANTS) {
+      errno = ENOSPC;
+      return -1;
     }
-    g->pages += out->charged;
+    g = &gs->g[gs->n++];
+    *g = (struct reserve_grant_entry){in->uid, in->node, in->size_kb, 0};
   }
+  g->pages += pages;
+  return 0;
+}
+
+/* Settles the table's intent (settle_grant, settle_release).  The intent is
+ * cleared in the same table write that records the charge.  Returns 0, or
+ * -1 with errno (the pool unreadable, the table full or not written: the
+ * intent then stays for the next call). */
+int state_intent_settle(struct state *s, struct settled *out) {
+  struct reserve_intent *in = &s->gs.intent;
+  unsigned long long now;
+  if (sysfs_pool_file_read(in->node, in->size_kb, "nr_hugepages", &now) != 0) return -1;
+  if (in->active == RESERVE_INTENT_RELEASE)
+    settle_release(in, now, out);
+  else
+    settle_grant(in, now, out);
+  if (settle_charge(&s->gs, in, out->charged) != 0) return -1;
   in->active = 0;
   return state_write(s);
 }
 
+/* What a settled intent came to: a grant's pages charged, undone (given
+ * back) or partly; a release's pages all gone, all charged again (the pool
+ * did not shrink) or partly. */
+static const char *reconcile_outcome(const struct reserve_intent *in, const struct settled *r) {
+  if (in->active == RESERVE_INTENT_RELEASE)
+    return r->charged == 0 ? "released" : r->charged == in->delta ? "recharged" : "partial";
+  return r->charged == in->delta ? "charged" : r->charged == 0 ? "undone" : "partial";
+}
+
 /* An intent found by a locked call: its helper was killed (or could not
- * write the table) between growing the pool and recording the grant. */
+ * write the table) between recording the intent and recording what the
+ * pool did (a grant grown, a release shrunk). */
 static int intent_reconcile(const struct reserve_caller *who, struct state *s) {
   struct reserve_intent in = s->gs.intent;
   struct settled r;
@@ -289,11 +321,9 @@ static int intent_reconcile(const struct reserve_caller *who, struct state *s) {
   }
   reserve_audit(who,
                 "action=reconcile for_uid=%lu size=%ukB node=%s before=%llu delta=%llu after=%llu charged=%llu "
-                "outcome=%s",
+                "outcome=%s%s",
                 (unsigned long)in.uid, in.size_kb, node, in.before, in.delta, r.now, r.charged,
-                r.charged == in.delta ? "charged"
-                : r.charged == 0      ? "undone"
-                                      : "partial");
+                reconcile_outcome(&in, &r), in.active == RESERVE_INTENT_RELEASE ? " of=release" : "");
   return 0;
 }
 

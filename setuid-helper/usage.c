@@ -22,27 +22,27 @@
  *       mapped by two users' processes counts for neither;
  *     - a private mapping counts only its pages mapped once
  *       (Private_Hugetlb: a page a fork shares until it is written counts
- *       for nobody), and only for the first process of its mm: one that
- *       shares it (vfork, posix_spawn, CLONE_VM; kcmp KCMP_VM), or whose mm
- *       cannot be compared, counts none.
+ *       for nobody);
+ *     - one smaps is read per mm: a process that shares it with one read
+ *       before (vfork, posix_spawn, CLONE_VM; kcmp KCMP_VM), or whose mm
+ *       cannot be compared, is not read at all (its mappings are that mm's);
+ *     - other users' smaps are read for at most RESERVE_SCAN_OTHERS_MS in
+ *       all (checked at every 4 kB read): past it nothing more counts, and
+ *       a file cut short counts nothing.  So no user can make a release,
+ *       root's included, hold the lock longer by what they map.
  *  2. The caller's pages are counted over, never under (what they keep
  *     charged): HugetlbPages of every process whose real or effective uid
  *     is theirs, however shared, plus the blocks of every hugetlb memfd
- *     such a process holds open (without a mapping: HugetlbPages 0), each
- *     once.  A process whose descriptors cannot be read (not dumpable), or
- *     a hugetlbfs file held open, adds nothing: pages held that way are no
- *     other user's, and rule 1 keeps what was promised to them.
+ *     such a process holds open (usage-files.c).
  *  3. Fail closed: /proc that cannot be listed, or a status that cannot be
  *     read, is an error (the release keeps everything); only a process that
- *     ended while it was read is skipped.
- *  4. Nothing the caller controls can block us or be opened: smaps and fd
- *     are opened O_NOFOLLOW below /proc/<pid>; a descriptor is looked at
- *     only if its link names a memfd, and then with statx(AT_STATX_DONT_SYNC)
- *     (no file system is asked: a FUSE daemon cannot stall a release that
- *     holds the lock), and counted only if it is on the kernel's own
- *     hugetlbfs (the device of a memfd we make).  The setgid helper reads
- *     its caller's descriptors with the caller's gid as its file-system gid
- *     (the kernel's ptrace rule), restored before it returns.
+ *     ended while it was read is skipped.  So is a walk that passes
+ *     RESERVE_SCAN_MS (ETIMEDOUT): the caller's count is never cut short.
+ *  4. Nothing the caller controls can block us or be opened: smaps is
+ *     opened O_NOFOLLOW below /proc/<pid>; descriptors are read as
+ *     usage-files.c says.  The setgid helper reads its caller's descriptors
+ *     with the caller's gid as its file-system gid (the kernel's ptrace
+ *     rule), restored before it returns.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -57,18 +57,13 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "helper.h"
 
-#ifndef MFD_HUGE_2MB /* <linux/memfd.h>, whose other macros clash with glibc's */
-#define MFD_HUGE_2MB (21U << 26)
-#define MFD_HUGE_1GB (30U << 26)
-#endif
-
 #define USAGE_MAX_MAPS 8192 /* shared mappings recorded; more are dropped (a lower bound stays one) */
 #define USAGE_MAX_MMS 1024  /* processes whose mm is remembered; more count no private pages */
-#define USAGE_MAX_FILES 1024
 
 /* A shared hugetlb mapping of another user's: file, offsets, pages in it. */
 struct map_rec {
@@ -83,11 +78,16 @@ struct scan {
   struct map_rec maps[USAGE_MAX_MAPS];
   pid_t mm_pid[USAGE_MAX_MMS];
   uid_t mm_uid[USAGE_MAX_MMS];
-  unsigned long long file_dev[USAGE_MAX_FILES], file_ino[USAGE_MAX_FILES];
-  dev_t memfd_dev[3]; /* the kernel's hugetlbfs mounts of memfds (default, 2 MB, 1 GB pages) */
-  size_t nmemfd_devs;
+  struct usage_files files; /* the caller's open hugetlb memfds (usage-files.c) */
   int unread; /* another user's process could not be read */
+  long long others_until, until; /* CLOCK_MONOTONIC ms: the budgets (helper.h) */
 };
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 #ifndef HUGEPOOL_RESERVE_TEST_ROOT /* the test build's fake kernel (fake.c) plays this part */
 int usage_mm_compare(pid_t a, pid_t b) { return (int)syscall(SYS_kcmp, a, b, KCMP_VM, 0UL, 0UL); }
@@ -163,7 +163,6 @@ static int vma_field(const char *line, struct vma *m) {
 struct proc_read {
   struct scan *sc;
   uid_t uid;
-  int count_private;
   unsigned long long private_kb;
   struct vma m;
 };
@@ -174,7 +173,7 @@ static void vma_done(struct proc_read *r) {
   if (!m->open) return;
   m->open = 0;
   if (!m->shared) {
-    if (r->count_private) r->private_kb += m->kb_private;
+    r->private_kb += m->kb_private;
   } else if (m->kb_shared + m->kb_private > 0 && sc->nmaps < USAGE_MAX_MAPS) {
     struct map_rec x = {m->dev, m->ino, m->off, m->off + (m->end - m->start), m->kb_shared + m->kb_private, r->uid};
     sc->maps[sc->nmaps++] = x;
@@ -199,6 +198,7 @@ static int smaps_read(int fd, struct proc_read *r) {
   int over = 0;
   for (;;) {
     ssize_t got = read(fd, chunk, sizeof chunk), i;
+    if (now_ms() > r->sc->others_until) return -1; /* over budget: what was read is dropped */
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) return -1;
     if (got == 0) break;
@@ -248,69 +248,21 @@ static void other_read(struct scan *sc, int procfd, pid_t pid, uid_t uid, int k)
   r.sc = sc;
   r.uid = uid;
   snprintf(path, sizeof path, "%ld/smaps", (long)pid);
+  if (now_ms() > sc->others_until) return; /* over budget: counts nothing */
   if ((fd = openat(procfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY)) < 0) {
     sc->unread |= errno != ENOENT && errno != ESRCH; /* (not ended: not ours to read) */
     return;
   }
-  r.count_private = !mm_seen(sc, pid, uid);
+  if (mm_seen(sc, pid, uid)) { /* its mm's mappings are read (or not to be counted) */
+    close(fd);
+    return;
+  }
   if (smaps_read(fd, &r) != 0) {
     sc->nmaps = mark; /* what it had added is not sure */
     r.private_kb = 0;
   }
   close(fd);
   sc->u->kb[k] += r.private_kb;
-}
-
-/* ---- the caller's open hugetlb files (rule 2) ---- */
-
-static void memfd_devs(struct scan *sc) {
-  static const unsigned flags[] = {MFD_HUGETLB, MFD_HUGETLB | MFD_HUGE_2MB, MFD_HUGETLB | MFD_HUGE_1GB};
-  size_t i;
-  for (i = 0; i < sizeof flags / sizeof flags[0]; i++) {
-    struct stat st;
-    int fd = memfd_create("hugepool-reserve", MFD_CLOEXEC | flags[i]); /* empty: it holds no page */
-    if (fd >= 0 && fstat(fd, &st) == 0) sc->memfd_dev[sc->nmemfd_devs++] = st.st_dev;
-    if (fd >= 0) close(fd);
-  }
-}
-
-static int file_seen(struct scan *sc, const struct statx *st) {
-  unsigned long long dev = (unsigned long long)makedev(st->stx_dev_major, st->stx_dev_minor);
-  size_t i;
-  int hugetlb = 0;
-  for (i = 0; i < sc->nmemfd_devs; i++) hugetlb |= sc->memfd_dev[i] == dev;
-  if (!hugetlb) return 1; /* not a page of the pool */
-  for (i = 0; i < sc->nfiles; i++)
-    if (sc->file_dev[i] == dev && sc->file_ino[i] == st->stx_ino) return 1;
-  if (sc->nfiles < USAGE_MAX_FILES) { /* (past it, a file may count twice: over, never under) */
-    sc->file_dev[sc->nfiles] = dev;
-    sc->file_ino[sc->nfiles++] = st->stx_ino;
-  }
-  return 0;
-}
-
-/* The memfds one of the caller's processes holds open. */
-static void caller_files(struct scan *sc, pid_t pid) {
-  static const char memfd[] = "/memfd:";
-  char path[sizeof SYS_ROOT + 40], link[sizeof memfd - 1];
-  struct dirent *e;
-  DIR *d;
-  int dfd;
-  snprintf(path, sizeof path, SYS_ROOT "/proc/%ld/fd", (long)pid);
-  if ((dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || (d = fdopendir(dfd)) == NULL) {
-    if (dfd >= 0) close(dfd);
-    return;
-  }
-  while ((e = readdir(d)) != NULL) {
-    struct statx st;
-    if (e->d_name[0] == '.' || readlinkat(dirfd(d), e->d_name, link, sizeof link) != (ssize_t)sizeof link ||
-        memcmp(link, memfd, sizeof link) != 0 ||
-        statx(dirfd(d), e->d_name, AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO | STATX_BLOCKS, &st) != 0 ||
-        !S_ISREG(st.stx_mode) || file_seen(sc, &st))
-      continue;
-    sc->u->caller_kb += st.stx_blocks / 2; /* 512-byte blocks */
-  }
-  closedir(d);
 }
 
 /* ---- jobs' cgroups: what the setgid helper can read of other users ---- */
@@ -380,6 +332,10 @@ static int proc_take(struct scan *sc, int procfd, pid_t pid) {
   char path[64];
   struct proc_status ps;
   int fd, k;
+  if (now_ms() > sc->until) {
+    errno = ETIMEDOUT; /* the caller's count cannot be finished: fail closed */
+    return -1;
+  }
   snprintf(path, sizeof path, "%ld/status", (long)pid);
   fd = openat(procfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
   if (fd < 0 || sysfs_proc_status_read(fd, &ps) != 0) {
@@ -391,7 +347,7 @@ static int proc_take(struct scan *sc, int procfd, pid_t pid) {
   close(fd);
   if (ps.ruid == sc->caller || ps.euid == sc->caller) {
     sc->u->caller_kb += ps.hugetlb_kb;
-    caller_files(sc, pid);
+    sc->u->caller_kb += usage_files_kb(&sc->files, pid);
   }
   if (ps.hugetlb_kb > 0 && ps.ruid == ps.euid && (k = usage_index(sc->u, (uid_t)ps.ruid)) >= 0)
     other_read(sc, procfd, pid, (uid_t)ps.ruid, k);
@@ -434,7 +390,9 @@ int usage_read(const struct reserve_grants *gs, uid_t caller, struct usage *u) {
     if (gs->g[i].uid != caller && usage_index(u, gs->g[i].uid) < 0) u->uid[u->n++] = gs->g[i].uid;
   sc->u = u;
   sc->caller = caller;
-  memfd_devs(sc);
+  usage_files_init(&sc->files);
+  sc->until = now_ms() + RESERVE_SCAN_MS;
+  sc->others_until = now_ms() + RESERVE_SCAN_OTHERS_MS;
   fsgid = (gid_t)setfsgid(getgid()); /* rule 4; root: 0 either way */
   rc = procs_walk(sc);
   err = errno;
