@@ -8,7 +8,8 @@
  * audit.c      the audit log (calls nothing else here)
  * config.c     loading the site config (parse.c parses it)
  * authorize.c  who may ask
- * pool.c       grant, status
+ * pool.c       grant
+ * status.c     --status [--json]
  * release.c    the release and the rule that keeps other users' pages
  * cgroup.c     per-job hugetlb cgroups: detection, the job's reservation limit,
  *              the caller's job (both sides)

@@ -34,12 +34,14 @@ extern char **environ;
 
 static const char usage[] =
     "usage: hugepool-reserve PAGES [--node N] [--size 2M|1G]\n"
-    "       hugepool-reserve --status | --release | --help | --version\n"
+    "       hugepool-reserve --status [--json] | --release | --help | --version\n"
     "\n"
     "PAGES   make sure you hold at least PAGES pages in the hugepage pool of this\n"
     "        node (or of NUMA node N); repeating the call, e.g. once per MPI rank,\n"
     "        does not add more.  Site limits apply (see --status and your admin).\n"
-    "--status   pool per node (total, free, reserved, surplus) and your grants\n"
+    "        A size with its unit (512M, 2G) asks for the pages of --size it needs.\n"
+    "--status   pool per node (total, free, reserved, surplus) and your grants;\n"
+    "           --json: the same as one JSON object\n"
     "--release  give back every page you were granted\n";
 
 /* Descriptors 0-2 must be open, or a file we open later could become
@@ -161,7 +163,7 @@ static int main_allowed(const struct reserve_caller *who, const struct reserve_r
   char what[128], node[16];
   int rc = reserve_load_config(conf, msg, msglen);
   if (rc == 0 && reserve_authorize(conf, who, msg, msglen) != 0) {
-    if (rq->action == ACT_STATUS) return END(reserve_status_pool(1, msg));
+    if (rq->action == ACT_STATUS) return END(reserve_status_pool(1, msg, rq->json));
     rc = -1;
   }
   if (rc == 0) return 0;
@@ -178,7 +180,7 @@ static int main_allowed(const struct reserve_caller *who, const struct reserve_r
 static int main_run(const struct reserve_config *conf, const struct reserve_caller *who,
                     const struct reserve_request *rq, char *msg, size_t msglen) {
   int rc;
-  if (rq->action == ACT_STATUS) return reserve_status(who, 1);
+  if (rq->action == ACT_STATUS) return reserve_status(who, 1, rq->json);
   if (rq->action == ACT_RELEASE)
     rc = reserve_release(who, msg, msglen);
   else if (rq->action == ACT_GRANT)

@@ -36,14 +36,37 @@ static int parse_page_size(const char *s, unsigned *kb) {
   return 0;
 }
 
+/* PAGES: a whole number of pages, or a size with its unit ("2G", "512M",
+ * through lib/size.c) that counts the pages of --size it needs (rounded
+ * up); *bytes is 0 for a count. */
+static int parse_amount(const char *s, unsigned long long *pages, unsigned long long *bytes) {
+  size_t n = strlen(s);
+  *bytes = 0;
+  if (n > 0 && s[n - 1] >= '0' && s[n - 1] <= '9') return reserve_parse_count(s, RESERVE_MAX_PAGES, pages);
+  if (s[0] < '1' || s[0] > '9') return -1;
+  for (size_t i = 0; i < n; i++) /* digits and a unit's letters, nothing else ("1 ", "1.5G") */
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z'))) return -1;
+  if (hp_parse_size(s, bytes) != 0 || *bytes == 0) return -1;
+  return 0;
+}
+
+/* The pages a size in bytes needs of the chosen page size, 1..RESERVE_MAX_PAGES. */
+static int pages_of(unsigned long long bytes, unsigned size_kb, unsigned long long *pages) {
+  unsigned long long page = (unsigned long long)size_kb << 10;
+  *pages = bytes / page + (bytes % page != 0);
+  return *pages >= 1 && *pages <= RESERVE_MAX_PAGES ? 0 : -1;
+}
+
 int reserve_parse_args(int argc, char *const argv[], struct reserve_request *rq, const char **err) {
-  int have_pages = 0, have_node = 0, have_size = 0, have_mode = 0;
+  int have_pages = 0, have_node = 0, have_size = 0, have_mode = 0, have_json = 0;
+  unsigned long long bytes = 0;
   int i;
   rq->action = ACT_GRANT;
   rq->pages = 0;
   rq->node = -1;
   rq->size_kb = RESERVE_PAGE_2M;
   rq->for_job = 0;
+  rq->json = 0;
   *err = NULL;
   for (i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -71,17 +94,25 @@ int reserve_parse_args(int argc, char *const argv[], struct reserve_request *rq,
       }
       have_size = 1;
       i++;
+    } else if (strcmp(a, "--json") == 0) {
+      rq->json = 1;
+      have_json = 1;
     } else if (a[0] == '-') {
       *err = "unknown option";
       return -1;
     } else {
-      if (have_pages || reserve_parse_count(a, RESERVE_MAX_PAGES, &v) != 0 || v == 0) {
-        *err = "PAGES must be one whole number from 1 to 10000000 (no sign, no leading zero)";
+      if (have_pages || parse_amount(a, &v, &bytes) != 0 || (bytes == 0 && v == 0)) {
+        *err = "PAGES must be a whole number of pages from 1 to 10000000 (no sign, no leading zero), or a size "
+               "with its unit (512M, 2G)";
         return -1;
       }
       rq->pages = v;
       have_pages = 1;
     }
+  }
+  if (have_json && rq->action != ACT_STATUS) {
+    *err = "--json goes with --status only";
+    return -1;
   }
   if (have_mode) {
     if (have_pages || have_node || have_size) {
@@ -92,6 +123,10 @@ int reserve_parse_args(int argc, char *const argv[], struct reserve_request *rq,
   }
   if (!have_pages) {
     *err = "missing PAGES";
+    return -1;
+  }
+  if (bytes && pages_of(bytes, rq->size_kb, &rq->pages) != 0) {
+    *err = "PAGES as a size must come to 1 to 10000000 pages of --size";
     return -1;
   }
   return 0;

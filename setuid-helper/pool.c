@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #define _GNU_SOURCE /* dprintf */
-/* hugepool-reserve: granting pages, the status (who may ask: authorize.c).
+/* hugepool-reserve: granting pages (who may ask: authorize.c; --status: status.c).
  * Shared by the helper and the Slurm plugin; it never execs, never uses a
  * shell.  Rules kept:
  *
@@ -17,7 +17,7 @@
  *     the pool is read back; a shortfall is given back, never recorded.
  *  5. Every request ends in exactly one audit line (grant_audit), on
  *     every path, with what was asked, what changed and why.
- *  6. Status output is written after the lock is dropped.
+ *  6. Status output (status.c) is written after the lock is dropped.
  *  7. A new Slurm job's pages are added to its user's grant, so that the
  *     reservation limits of a user's jobs never add up to more than the
  *     user holds (limits.c).  Inside a job whose hugetlb cgroup the helper
@@ -283,88 +283,4 @@ int reserve_grant(const struct reserve_config *c, const struct reserve_caller *w
   cg_job_close(&jc);
   grant_audit(who, rq, &l, msg);
   return rc;
-}
-
-/* ---- status ---- */
-
-static void status_size(int fd, unsigned size_kb) {
-  struct pool_state st;
-  int nodes[RESERVE_MAX_NODE + 1];
-  size_t n, i;
-  if (sysfs_pool_read(-1, size_kb, &st) != 0) return;
-  dprintf(fd, "%u kB pages, all nodes: total %llu free %llu reserved %llu surplus %llu\n", size_kb, st.nr, st.free,
-          st.resv, st.surplus);
-  n = sysfs_node_list(nodes, sizeof nodes / sizeof nodes[0]);
-  for (i = 0; i < n; i++)
-    if (sysfs_pool_read(nodes[i], size_kb, &st) == 0)
-      dprintf(fd, "  node %d: total %llu free %llu surplus %llu\n", nodes[i], st.nr, st.free, st.surplus);
-}
-
-/* The caller's job: its hugetlb cgroup's reservation limit and use. */
-static void status_job(const struct reserve_caller *who, int fd) {
-  struct cg_job jc;
-  char why[512];
-  static const unsigned sizes[] = {RESERVE_PAGE_2M, RESERVE_PAGE_1G};
-  size_t i;
-  int r;
-  jc.fd = -1;
-  r = cg_caller_job(who->uid, &jc, why, sizeof why);
-  if (r == 0) {
-    dprintf(fd, "job isolation: this process is in no job's hugetlb cgroup\n");
-    return;
-  }
-  if (r < 0) {
-    dprintf(fd, "job isolation: %s\n", why);
-    return;
-  }
-  dprintf(fd, "your job %lu: hugetlb cgroup %s (cgroup %s)\n", jc.job, jc.path, jc.h.v2 ? "v2" : "v1");
-  for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-    unsigned long long lim, rsvd, used, page = (unsigned long long)sizes[i] * 1024;
-    if (cg_job_limit_read(jc.fd, &jc.h, sizes[i], 0, "max", &lim) != 0 ||
-        cg_job_limit_read(jc.fd, &jc.h, sizes[i], 0, "current", &rsvd) != 0 ||
-        cg_job_limit_read(jc.fd, &jc.h, sizes[i], 1, "current", &used) != 0)
-      continue;
-    if (lim == ~0ULL)
-      dprintf(fd, "  %u kB pages: limit none, reserved %llu, in use %llu\n", sizes[i], rsvd / page, used / page);
-    else
-      dprintf(fd, "  %u kB pages: limit %llu, reserved %llu, in use %llu\n", sizes[i], lim / page, rsvd / page,
-              used / page);
-  }
-  cg_job_close(&jc);
-}
-
-/* Printed after the lock is dropped: a caller that stops reading its
- * output must not hold up everybody else. */
-int reserve_status(const struct reserve_caller *who, int fd) {
-  struct state s;
-  char err[256], node[16];
-  size_t i;
-  int any = 0;
-  status_size(fd, RESERVE_PAGE_2M);
-  status_size(fd, RESERVE_PAGE_1G);
-  if (state_open(who, &s, 0, err, sizeof err) != 0) {
-    dprintf(fd, "grants: %s\n", err);
-    return RESERVE_FAIL;
-  }
-  state_close(&s); /* s.gs is our copy */
-  dprintf(fd, "your grants (uid %lu):\n", (unsigned long)who->uid);
-  for (i = 0; i < s.gs.n; i++) {
-    const struct reserve_grant_entry *g = &s.gs.g[i];
-    if (g->uid != who->uid || g->pages == 0) continue;
-    reserve_node_name(node, sizeof node, g->node);
-    dprintf(fd, "  %llu pages of %u kB on node %s\n", g->pages, g->size_kb, node);
-    any = 1;
-  }
-  if (!any) dprintf(fd, "  none\n");
-  status_job(who, fd);
-  return RESERVE_OK;
-}
-
-/* --status for a caller refused by reserve_authorize: the pool figures
- * alone (what sysfs shows everyone), then why there is no more. */
-int reserve_status_pool(int fd, const char *why) {
-  status_size(fd, RESERVE_PAGE_2M);
-  status_size(fd, RESERVE_PAGE_1G);
-  dprintf(fd, "your grants: not shown: %s\n", why);
-  return RESERVE_OK;
 }

@@ -41,6 +41,7 @@ struct reserve_request {
   int node;                 /* -1: any node (global pool file) */
   unsigned size_kb;         /* RESERVE_PAGE_2M or RESERVE_PAGE_1G */
   int for_job;              /* the Slurm prolog: pages are a new job's, added to the user's grant */
+  int json;                 /* ACT_STATUS: --json */
 };
 
 /* Returns 0, or -1 with *err set to a static message. */
@@ -119,8 +120,9 @@ int reserve_authorize(const struct reserve_config *c, const struct reserve_calle
 /* pool.c: a grant, the status. */
 int reserve_grant(const struct reserve_config *c, const struct reserve_caller *who, const struct reserve_request *rq,
                   char *msg, size_t msglen);
-int reserve_status(const struct reserve_caller *who, int fd);
-int reserve_status_pool(int fd, const char *why);
+/* status.c: --status, as text or (json) one JSON object. */
+int reserve_status(const struct reserve_caller *who, int fd, int json);
+int reserve_status_pool(int fd, const char *why, int json);
 /* release.c */
 int reserve_release(const struct reserve_caller *who, char *msg, size_t msglen);
 /* state.c: the Slurm job registry (written by root only): who owns which

@@ -29,6 +29,23 @@ grep -q 'node 1: total 30' <<<"$OUT" || fail "status lacks node 1: $OUT"
 grep -q '2048 kB pages, all nodes: total 190 free 190 reserved 0 surplus 0' <<<"$OUT" || fail "status totals: $OUT"
 ! grep -q 'pages of 1048576 kB' <<<"$OUT" || fail "status shows another user's grant: $OUT"
 pass "status shows the pool per node and only the caller's grants"
+# --status --json: one object with the same figures.
+as_nobody --status --json
+expect_rc 0 "status --json"
+python3 - "$OUT" <<'PY' || fail "status --json: $OUT"
+import json, sys
+r = json.loads(sys.argv[1])
+assert r["uid"] == 65534, r
+assert r["grants"] == [{"pages": 150, "page_kb": 2048, "node": -1}], r["grants"]
+whole = [p for p in r["pools"] if p["page_kb"] == 2048 and p["node"] == -1][0]
+assert (whole["total"], whole["free"], whole["reserved"], whole["surplus"]) == (190, 190, 0, 0), whole
+assert [p for p in r["pools"] if p["page_kb"] == 2048 and p["node"] == 1][0]["total"] == 30, r["pools"]
+assert "job" in r, r
+PY
+pass "status --json: the caller's grant, the pool totals and node 1, parsed as JSON"
+as_nobody --json 5
+expect_rc 2 "--json with a grant is refused"
+expect_err "goes with --status only" "--json outside --status: the reason"
 as_nobody --release
 expect_rc 0 "release"
 expect_eq "$(nr)" 40 "release gave back exactly nobody's 150"
@@ -43,6 +60,25 @@ expect_eq "$RC/$(cat "$(fake_node 1 nr_hugepages)")/$(cat "$(fake_pool nr_hugepa
 as_nobody --release
 expect_eq "$RC" 0 "release with nothing held"
 grep -q 'you hold no pages' <<<"$OUT" || fail "release message: $OUT"
+
+# --- PAGES as a size: the pages of --size it needs, rounded up ---
+set_pool 0 0
+as_nobody 64M
+expect_eq "$RC/$(nr)" "0/32" "64M asks for 32 two-MB pages"
+as_nobody 65M
+expect_eq "$RC/$(nr)" "0/33" "65M rounds up to 33 pages"
+as_nobody --release
+as_nobody 1G --size 1G
+expect_eq "$RC/$(cat "$(fake_pool nr_hugepages 1048576)")" "0/1" "1G with --size 1G asks for one 1 GB page"
+as_nobody --release
+for bad in 0G 0 -2G 2X 1.5G 010; do
+  as_nobody "$bad"
+  [[ $RC == 2 ]] || fail "PAGES '$bad' accepted (exit $RC)"
+done
+expect_err "or a size with its unit" "a bad PAGES names both forms"
+pass "PAGES: 0G, 0, -2G, 2X, 1.5G and 010 are refused"
+as_nobody 100T
+expect_rc 2 "a size past the page limit is refused"
 
 # --- max_pages (per user, 1 GB page = 512 two-MB pages) ---
 set_pool 0 0
