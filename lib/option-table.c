@@ -257,5 +257,9 @@ hp_option_id option_closest(const char *name, size_t len) {
 }
 
 bool option_foreign(const char *name, size_t len) {
-  return (len == 13 && strncmp(name, "HUGEPOOL_ROOT", len) == 0) || (len == 12 && strncmp(name, "HUGEPOOL_DIR", len) == 0);
+  static const char *const names[] = {"HUGEPOOL_ROOT", "HUGEPOOL_DIR", "HUGEPOOL_PRELOAD_LIB",
+                                      "HUGEPOOL_MPI_PRELOAD_LIB", "HUGEPOOL_CUDA_PRELOAD_LIB"};
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+    if (strlen(names[i]) == len && strncmp(names[i], name, len) == 0) return true;
+  return false;
 }

@@ -80,8 +80,9 @@ HP_INTERNAL void option_format(hp_option_id id, long long value, char *buf, size
  * away (a misspelling), or HP_OPT_COUNT. */
 HP_INTERNAL hp_option_id option_find(const char *name, size_t len);
 HP_INTERNAL hp_option_id option_closest(const char *name, size_t len);
-/* HUGEPOOL_ROOT and HUGEPOOL_DIR: set for hugepool by other tools (Spack's
- * modules, CMake's find_package), no options, and no mistake. */
+/* HUGEPOOL_ROOT and HUGEPOOL_DIR (set for hugepool by other tools: Spack's
+ * modules, CMake's find_package) and hugepool-run's own HUGEPOOL_*_LIB
+ * (where its preloaded objects are): no options, and no mistake. */
 HP_INTERNAL bool option_foreign(const char *name, size_t len);
 
 /* The preload's defaults instead of the library's; called by the preload
