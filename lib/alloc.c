@@ -23,17 +23,11 @@
 static int make_live(hp_block *b, size_t requested, bool hit) {
   b->requested = requested;
   if (registry_insert(b) != 0) return -1;
-  hp_stats.allocs++;
+  base_stats_birth(&hp_stats, b);
   if (hit)
     hp_stats.cache_hits++;
   else
     hp_stats.cache_misses++;
-  hp_stats.live_buffers++;
-  hp_stats.bytes_live += b->size;
-  hp_stats.bytes_requested += requested;
-  hp_stats.bytes_slack += b->size - requested;
-  if (b->kind == HUGEPOOL_KIND_THP) hp_stats.fallbacks_thp++;
-  if (b->kind == HUGEPOOL_KIND_SMALL) hp_stats.fallbacks_small++;
   return 0;
 }
 
@@ -146,7 +140,7 @@ static void *map_new(size_t requested, size_t size, int node, hugepool_kind kind
   if (page) share_mapped(page, (long long)size);
   hp_block b = {.addr = p, .size = size, .node = node, .kind = kind};
   pthread_mutex_lock(&hp_lock);
-  stats_mapped(size);
+  base_stats_mapped(size);
   int rc = make_live(&b, requested, false);
   if (rc != 0) release_mark(&b, 1);
   pthread_mutex_unlock(&hp_lock);
@@ -264,13 +258,7 @@ bool alloc_free(void *ptr, bool keep, bool quiet) {
   }
   size_t n_victims = 0;
   pthread_mutex_lock(&hp_lock);
-  if (!tc) { /* no thread cache: count here */
-    hp_stats.frees++;
-    hp_stats.live_buffers--;
-    hp_stats.bytes_live -= b.size;
-    hp_stats.bytes_requested -= b.requested;
-    hp_stats.bytes_slack -= b.size - b.requested;
-  }
+  if (!tc) base_stats_death(&hp_stats, &b); /* no thread cache: count here */
   bool cached = false;
   if (may_cache) {
     cached = tc && tcache_put_slow(tc, &b, victims, HP_BATCH, &n_victims);

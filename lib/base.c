@@ -19,20 +19,38 @@ pthread_mutex_t hp_lock = PTHREAD_MUTEX_INITIALIZER;
 hugepool_stats hp_stats;
 static _Atomic uint64_t requested_moved;
 
-void stats_mapped(size_t bytes) {
+void base_stats_mapped(size_t bytes) {
   hp_stats.maps++;
   hp_stats.bytes_mapped += bytes;
   if (hp_stats.bytes_mapped > hp_stats.bytes_mapped_peak) hp_stats.bytes_mapped_peak = hp_stats.bytes_mapped;
 }
 
-void stats_unmapped(size_t bytes) {
+void base_stats_unmapped(size_t bytes) {
   hp_stats.unmaps++;
   hp_stats.bytes_mapped -= bytes;
 }
 
-void stats_requested_moved(uint64_t bytes) { atomic_fetch_add_explicit(&requested_moved, bytes, memory_order_relaxed); }
+void base_stats_birth(hugepool_stats *st, const hp_block *b) {
+  st->allocs++;
+  st->live_buffers++;
+  st->bytes_live += b->size;
+  st->bytes_requested += b->requested;
+  st->bytes_slack += b->size - b->requested;
+  if (b->kind == HUGEPOOL_KIND_THP) st->fallbacks_thp++;
+  if (b->kind == HUGEPOOL_KIND_SMALL) st->fallbacks_small++;
+}
 
-uint64_t stats_requested_moved_total(void) { return atomic_load_explicit(&requested_moved, memory_order_relaxed); }
+void base_stats_death(hugepool_stats *st, const hp_block *b) {
+  st->frees++;
+  st->live_buffers--;
+  st->bytes_live -= b->size;
+  st->bytes_requested -= b->requested;
+  st->bytes_slack -= b->size - b->requested;
+}
+
+void base_stats_requested_moved(uint64_t bytes) { atomic_fetch_add_explicit(&requested_moved, bytes, memory_order_relaxed); }
+
+uint64_t base_stats_requested_moved_total(void) { return atomic_load_explicit(&requested_moved, memory_order_relaxed); }
 
 /* ---- settings ------------------------------------------------------------- */
 

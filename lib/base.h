@@ -75,10 +75,16 @@ extern HP_INTERNAL hugepool_stats hp_stats;
  * bytes_slack to bytes_requested, modulo 2^64: counted under the block's
  * registry stripe lock instead of hp_lock (fork holds both), lock-free,
  * and added to the counters by stats_snapshot(). */
-HP_INTERNAL void stats_requested_moved(uint64_t bytes);
-HP_INTERNAL uint64_t stats_requested_moved_total(void);
-HP_INTERNAL void stats_mapped(size_t bytes);
-HP_INTERNAL void stats_unmapped(size_t bytes);
+HP_INTERNAL void base_stats_requested_moved(uint64_t bytes);
+HP_INTERNAL uint64_t base_stats_requested_moved_total(void);
+HP_INTERNAL void base_stats_mapped(size_t bytes);
+HP_INTERNAL void base_stats_unmapped(size_t bytes);
+/* A buffer handed out (birth: allocs, live and requested bytes, slack, the
+ * fallback kind) or freed (death), counted into st: hp_stats under hp_lock,
+ * or a thread cache's own counters under its lock.  Cache hits and misses
+ * are the caller's. */
+HP_INTERNAL void base_stats_birth(hugepool_stats *st, const hp_block *b);
+HP_INTERNAL void base_stats_death(hugepool_stats *st, const hp_block *b);
 
 #ifdef __cplusplus
 }

@@ -27,7 +27,7 @@
  *  5. A resize that keeps the block's pages (the common step of a buffer
  *     grown a few bytes at a time) changes no mapping: it records the new
  *     requested size in one visit to the block's registry entry (its
- *     statistics: stats_requested_moved(), under the same stripe lock, which
+ *     statistics: base_stats_requested_moved(), under the same stripe lock, which
  *     fork() holds too), and nothing more: no hp_lock, no resize mark, no
  *     resize gate, no second visit.
  *  6. A shortage the cache's pages could cover evicts them and tries once
@@ -133,8 +133,8 @@ static void end_resize(const hp_block *was, const hp_block *now, hp_resize_outco
   size_t page = hp_page_of((hugepool_kind)b.kind);
   if (page && b.size != was->size) share_mapped(page, (long long)b.size - (long long)was->size);
   pthread_mutex_lock(&hp_lock);
-  if (b.size > was->size) stats_mapped(b.size - was->size);
-  if (b.size < was->size) stats_unmapped(was->size - b.size);
+  if (b.size > was->size) base_stats_mapped(b.size - was->size);
+  if (b.size < was->size) base_stats_unmapped(was->size - b.size);
   /* Deltas: the thread caches hold part of these counters (tcache_sum_stats). */
   hp_stats.bytes_live += b.size - was->size;
   hp_stats.bytes_requested += b.requested - was->requested;
@@ -283,7 +283,7 @@ static int record_same_pages(hp_block *b, void *arg) {
   size_t bytes = *(const size_t *)arg;
   if (b->resizing || round_up(bytes, unit_of(b->kind)) != b->size) return -1;
   /* The same size: what the block asks for moves from slack to requested. */
-  stats_requested_moved((uint64_t)bytes - b->requested);
+  base_stats_requested_moved((uint64_t)bytes - b->requested);
   b->requested = bytes;
   return 0;
 }

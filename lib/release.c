@@ -38,7 +38,7 @@ void release_now(hp_block *blocks, size_t n) {
   }
   atomic_fetch_sub(&releasing, bytes);
   pthread_mutex_lock(&hp_lock);
-  for (size_t i = 0; i < n; i++) stats_unmapped(blocks[i].size);
+  for (size_t i = 0; i < n; i++) base_stats_unmapped(blocks[i].size);
   pthread_mutex_unlock(&hp_lock);
 }
 

@@ -118,7 +118,7 @@ static void record_ids(char host[64], char job[64], long *lrank) {
 void stats_snapshot(hugepool_stats *out) {
   pthread_mutex_lock(&hp_lock);
   *out = hp_stats;
-  uint64_t moved = stats_requested_moved_total();
+  uint64_t moved = base_stats_requested_moved_total();
   out->bytes_requested += moved;
   out->bytes_slack -= moved;
   tcache_sum_stats(out);

@@ -100,22 +100,8 @@ void tcache_unmark(hp_tcache *tc, tc_entry *e, bool keep, const hp_block *plain)
 }
 
 static void count_alloc(hugepool_stats *st, const hp_block *b) {
-  st->allocs++;
+  base_stats_birth(st, b);
   st->cache_hits++;
-  st->live_buffers++;
-  st->bytes_live += b->size;
-  st->bytes_requested += b->requested;
-  st->bytes_slack += b->size - b->requested;
-  if (b->kind == HUGEPOOL_KIND_THP) st->fallbacks_thp++;
-  if (b->kind == HUGEPOOL_KIND_SMALL) st->fallbacks_small++;
-}
-
-static void count_free(hugepool_stats *st, const hp_block *b) {
-  st->frees++;
-  st->live_buffers--;
-  st->bytes_live -= b->size;
-  st->bytes_requested -= b->requested;
-  st->bytes_slack -= b->size - b->requested;
 }
 
 static bool fits(const tc_entry *e, size_t size, size_t max_size, int node, hugepool_kind kind) {
@@ -147,7 +133,7 @@ int tcache_free_own(hp_tcache *tc, const void *addr, hp_block *out) {
   for (size_t i = 0; i < ENTRIES; i++) {
     tc_entry *e = &tc->e[i];
     if (e->state != OUT || e->b.addr != addr) continue;
-    count_free(&tc->delta, &e->b);
+    base_stats_death(&tc->delta, &e->b);
     size_t page = e->b.kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : e->b.kind == HUGEPOOL_KIND_HUGE_2M ? HP_2M : 0;
     bool may_cache = !page || share_may_cache(page);
     e->b.requested = 0;
@@ -223,7 +209,7 @@ static bool place(hp_tcache *tc, tc_entry *e, const hp_block *b) {
 
 bool tcache_put_fast(hp_tcache *tc, const hp_block *b, bool may_cache) {
   hp_spin_lock(&tc->lock);
-  count_free(&tc->delta, b);
+  base_stats_death(&tc->delta, b);
   for (size_t i = 0; may_cache && i < ENTRIES; i++) {
     tc_entry *e = &tc->e[i];
     if (e->state == EMPTY && e->lease >= b->size) {

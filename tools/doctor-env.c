@@ -173,6 +173,24 @@ static void check_fi_mr_cache_monitor(void) {
                "buffers would stay registered with a monitor (memhooks sees hugepool's munmap)");
 }
 
+/* Under the preload (a site's module, hugepool-run) every fork() gives the
+ * child private copies of the live hugetlb buffers, so that it never
+ * SIGBUSes: Python's multiprocessing forks its workers by default and pays
+ * that per worker (bench/RESULTS.md, "fork and Python's multiprocessing"). */
+static void check_fork_copy(void) {
+  const char *pre = getenv("LD_PRELOAD");
+  const char *mode = getenv(option_desc(HP_OPT_FORK)->name);
+  long long v = HP_FORK_COPY;
+  char expected[96];
+  if (!pre || !strstr(pre, "hugepool_preload")) return;
+  if (mode && (option_parse(HP_OPT_FORK, mode, true, &v, expected, sizeof expected) != 0 || v != HP_FORK_COPY)) return;
+  dr_problem(DR_INFO,
+             "multiprocessing.set_start_method('forkserver')   (Python; or export HUGEPOOL_FORK=keep where the free "
+             "pool covers every page parent and children write)",
+             "a forked child copies every live hugetlb buffer at fork (HUGEPOOL_FORK=copy): Python's multiprocessing "
+             "forks each worker, measured 3x the start of Pool(4) over a 400 MB array");
+}
+
 void dr_check_limits_env(void) {
   dr_section("limits", "RLIMIT_MEMLOCK (what NIC memory registration needs)");
   check_memlock();
@@ -182,4 +200,5 @@ void dr_check_limits_env(void) {
   check_ucx_malloc_hooks();
   check_ucx_tls();
   check_fi_mr_cache_monitor();
+  check_fork_copy();
 }

@@ -32,6 +32,19 @@ Node-shared segments: segment() creates memory other processes of the same
 user on the node map with map_segment(handle); hugepool.mpi.NodeSegments
 does it for the ranks of an mpi4py communicator (a numpy view of every
 node peer's segment).
+
+fork and multiprocessing: a forked child gets private copies of every live
+hugetlb buffer at fork (HUGEPOOL_FORK=copy, the default), so it never dies
+of SIGBUS on a short pool; multiprocessing's default start method on Linux
+forks every worker and pays that copy each time (measured: Pool(4) over a
+400 MB array starts in about 3x the plain time under the preload).  Use
+multiprocessing.set_start_method('forkserver') (or 'spawn'), whose workers
+start from a process with no large buffers, or HUGEPOOL_FORK=keep where the
+free pool covers every page parent and workers write (no copy; the kernel
+kills a child with SIGBUS when a write finds the pool empty).  Under
+hugepool-run --small-heap, CPython's own small objects reach huge pages only
+with PYTHONMALLOC=malloc (pymalloc maps its own arenas): 94% of the heap
+instead of 12%, at 1.25x the time.
 """
 
 import sys as _sys

@@ -264,6 +264,16 @@ def fake_trees():
              env={"UCX_MEM_MALLOC_HOOKS": "y"})
     scenario("preload without the UCX variables", None, "warning", "UCX_MEM_MALLOC_HOOKS is unset",
              env={"LD_PRELOAD": "/nonexistent/libhugepool_preload.so"})
+    pre = {"LD_PRELOAD": "/nonexistent/libhugepool_preload.so", "UCX_MEM_MALLOC_HOOKS": "n"}
+    scenario("preload, fork copy: Python's start method named", None, "note", "a forked child copies every live",
+             "set_start_method('forkserver')", env=pre)
+    root = tempfile.mkdtemp(prefix="doctor-")
+    os.chmod(root, 0o755)
+    healthy_tree(root)
+    code, rep, err = doctor(root, env=dict(pre, HUGEPOOL_FORK="keep"))
+    check(rep is not None and not has(rep, "note", "a forked child copies every live"),
+          "preload, HUGEPOOL_FORK=keep: no fork note")
+    shutil.rmtree(root)
     scenario("UCX_TLS without cma", None, "note", "leaves out CMA", env={"UCX_TLS": "posix,self"})
     # HUGEPOOL_* variables, judged by the library's option table.
     scenario("a misspelt option name", None, "warning", "HUGEPOOL_POLCY is not a hugepool option (did you mean "
