@@ -257,9 +257,9 @@ hp_option_id option_closest(const char *name, size_t len) {
 }
 
 bool option_foreign(const char *name, size_t len) {
-  static const char *const names[] = {"HUGEPOOL_ROOT", "HUGEPOOL_DIR", "HUGEPOOL_PRELOAD_LIB",
-                                      "HUGEPOOL_MPI_PRELOAD_LIB", "HUGEPOOL_CUDA_PRELOAD_LIB"};
-  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-    if (strlen(names[i]) == len && strncmp(names[i], name, len) == 0) return true;
+  static const char known[] = " HUGEPOOL_ROOT HUGEPOOL_DIR HUGEPOOL_PRELOAD_LIB HUGEPOOL_MPI_PRELOAD_LIB"
+                              " HUGEPOOL_CUDA_PRELOAD_LIB ";
+  for (const char *at = strstr(known, " HUGEPOOL_"); at; at = strstr(at + 1, " HUGEPOOL_"))
+    if (strncmp(at + 1, name, len) == 0 && at[1 + len] == ' ') return true;
   return false;
 }
