@@ -160,11 +160,6 @@ static void count_failure(void) {
   errno = ENOMEM;
 }
 
-static size_t round_up(size_t bytes, size_t unit) {
-  size_t r = (bytes + unit - 1) & ~(unit - 1);
-  return r < bytes ? 0 : r;
-}
-
 void *hp_allocate(size_t bytes, int node, bool *fresh) {
   *fresh = false;
   if (bytes == 0 || node < HUGEPOOL_ANY_NODE) {
@@ -177,7 +172,7 @@ void *hp_allocate(size_t bytes, int node, bool *fresh) {
     return NULL;
   }
   size_t page = hp_current_page_size();
-  size_t size = round_up(bytes, page);
+  size_t size = hp_round_up(bytes, page);
   if (size == 0) {
     errno = ENOMEM;
     return NULL;
@@ -201,7 +196,7 @@ void *hp_allocate(size_t bytes, int node, bool *fresh) {
     return NULL;
   }
   hugepool_kind fallback = policy == HUGEPOOL_POLICY_THP ? HUGEPOOL_KIND_THP : HUGEPOOL_KIND_SMALL;
-  size_t fallback_size = round_up(bytes, HP_2M);
+  size_t fallback_size = hp_round_up(bytes, HP_2M);
   p = take_cached(bytes, fallback_size, node, fallback);
   if (!p) p = map_new(bytes, fallback_size, node, fallback, fresh);
   if (!p) count_failure();

@@ -50,6 +50,13 @@ static inline size_t hp_page_of(hugepool_kind kind) {
   return kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : kind == HUGEPOOL_KIND_HUGE_2M ? HP_2M : 0;
 }
 
+/* `bytes` rounded up to a multiple of `unit` (a power of two); 0 when that
+ * overflows, which no mapping can be. */
+static inline size_t hp_round_up(size_t bytes, size_t unit) {
+  size_t r = (bytes + unit - 1) & ~(unit - 1);
+  return r < bytes ? 0 : r;
+}
+
 /* Releases happen in batches outside the lock; this is one batch. */
 #define HP_BATCH 64
 

@@ -164,11 +164,6 @@ static bool is_huge(uint32_t kind) { return kind == HUGEPOOL_KIND_HUGE_2M || kin
 /* The unit a block's size and address come in. */
 static size_t unit_of(uint32_t kind) { return kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : HP_2M; }
 
-static size_t round_up(size_t bytes, size_t unit) {
-  size_t r = (bytes + unit - 1) & ~(unit - 1);
-  return r < bytes ? 0 : r;
-}
-
 /* Maps `size` bytes like the block's own pages (kind, node), anywhere. */
 static void *map_like(size_t size, const hp_block *b) {
   bool huge = is_huge(b->kind);
@@ -189,7 +184,7 @@ static void *map_like(size_t size, const hp_block *b) {
 static void *reserve_for(size_t size, size_t unit, size_t *span) {
   size_t want = 0;
   if (size <= SIZE_MAX / 4)
-    want = round_up(size * 3 > size + HP_HEADROOM_MIN ? size * 3 : size + HP_HEADROOM_MIN, unit);
+    want = hp_round_up(size * 3 > size + HP_HEADROOM_MIN ? size * 3 : size + HP_HEADROOM_MIN, unit);
   void *region = want ? os_reserve(want, unit) : NULL;
   if (!region) { /* RLIMIT_AS, say: no headroom then */
     want = size;
@@ -281,7 +276,7 @@ static void *grow_by_copy(void *ptr, size_t old_size, size_t bytes) {
  * slow path (which refuses it), as is one whose page count would change. */
 static int record_same_pages(hp_block *b, void *arg) {
   size_t bytes = *(const size_t *)arg;
-  if (b->resizing || round_up(bytes, unit_of(b->kind)) != b->size) return -1;
+  if (b->resizing || hp_round_up(bytes, unit_of(b->kind)) != b->size) return -1;
   /* The same size: what the block asks for moves from slack to requested. */
   base_stats_requested_moved((uint64_t)bytes - b->requested);
   b->requested = bytes;
@@ -318,7 +313,7 @@ void *realloc_resize(void *ptr, size_t bytes) {
     return NULL;
   }
   hp_block now = was;
-  size_t new_size = round_up(bytes, unit_of(was.kind));
+  size_t new_size = hp_round_up(bytes, unit_of(was.kind));
   if (new_size != was.size) registrar_release(was.addr, was.size); /* its pages change */
   hp_resize_outcome outcome = HP_RESIZE_KEPT;
   int err = 0;

@@ -24,11 +24,6 @@
 
 #include "release.h" /* release_cached */
 
-static size_t round_up_pages(size_t bytes, size_t page) {
-  size_t r = (bytes + page - 1) & ~(page - 1);
-  return r < bytes ? 0 : r;
-}
-
 static void report_segment_shortage(size_t size, size_t page, int node) {
   char pool[400];
   hp_describe_shortage(pool, sizeof(pool), size, page, node);
@@ -78,7 +73,7 @@ int segment_create(size_t bytes, const hugepool_segment_options *opts, hugepool_
     errno = EINVAL;
     return -1;
   }
-  size_t size = round_up_pages(bytes, page);
+  size_t size = hp_round_up(bytes, page);
   if (size == 0) {
     errno = EINVAL;
     return -1;
