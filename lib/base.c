@@ -72,17 +72,22 @@ static atomic_bool warn_on;
 
 void hp_warn_enable(bool on) { atomic_store(&warn_on, on); }
 
+/* "hugepool[pid]<tag>: " and the message into line (room for a tail and
+ * '\n' kept); its length, or 0 when nothing could be formatted. */
+static size_t format_line(char *line, size_t room, const char *tag, const char *fmt, va_list ap) {
+  int n = snprintf(line, room, "hugepool[%ld]%s: ", os_pid(), tag);
+  if (n < 0 || (size_t)n >= room - 1 || vsnprintf(line + n, room - (size_t)n - 1, fmt, ap) < 0) return 0;
+  return strlen(line);
+}
+
 void hp_warn(const char *fmt, ...) {
   if (!atomic_load_explicit(&warn_on, memory_order_relaxed)) return;
   char line[1024];
-  int n = snprintf(line, sizeof(line), "hugepool[%ld]: ", os_pid());
-  if (n < 0) return;
   va_list ap;
   va_start(ap, fmt);
-  int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+  size_t len = format_line(line, sizeof(line), "", fmt, ap);
   va_end(ap);
-  if (m < 0) return;
-  size_t len = strlen(line);
+  if (len == 0) return;
   line[len++] = '\n';
   os_write_stderr(line, len);
 }
@@ -140,15 +145,13 @@ static bool trace_speaks(hp_trace_kind kind, unsigned long *unsaid) {
 void hp_trace(hp_trace_kind kind, const char *fmt, ...) {
   unsigned long unsaid;
   if (!hp_trace_on() || (unsigned)kind >= HP_TRACE_KINDS || !trace_speaks(kind, &unsaid)) return;
-  char line[512];
-  int n = snprintf(line, sizeof(line), "hugepool[%ld] verbose: %s: ", os_pid(), trace_names[kind]);
-  if (n < 0) return;
+  char line[512], tag[32];
+  (void)snprintf(tag, sizeof(tag), " verbose: %s", trace_names[kind]);
   va_list ap;
   va_start(ap, fmt);
-  int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+  size_t len = format_line(line, sizeof(line), tag, fmt, ap);
   va_end(ap);
-  if (m < 0) return;
-  size_t len = strlen(line);
+  if (len == 0) return;
   if (unsaid)
     (void)snprintf(line + len, sizeof(line) - len - 1, " (+%lu more of this kind since the last line)", unsaid);
   len = strlen(line);

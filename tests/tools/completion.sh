@@ -14,23 +14,25 @@ export PATH=$tmp/prefix/bin:/usr/bin:/bin
 fails=0
 dir=$tmp/prefix/share/bash-completion/completions
 
-# offers "COMMAND LINE ENDING IN THE WORD COMPLETED" WORD...: every WORD is offered.
-# An empty last word is written as a trailing space.
-offers() {
-  local line=$1
-  shift
-  local out
-  out=$(
-    name=${line%% *}
+# What the completion function offers for a command line (an empty last
+# word is written as a trailing space), one word a line.
+completions() {
+  (
+    name=${1%% *}
     # shellcheck disable=SC1090
     source "$dir/$name" || exit 1
-    read -r -a COMP_WORDS <<<"$line"
-    [[ $line == *" " ]] && COMP_WORDS+=("")
+    read -r -a COMP_WORDS <<<"$1"
+    [[ $1 == *" " ]] && COMP_WORDS+=("")
     COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
     _hugepool_complete
     printf '%s\n' "${COMPREPLY[@]}"
   )
-  local w missing=()
+}
+# offers "LINE" WORD...: every WORD is offered.
+offers() {
+  local line=$1 out w missing=()
+  shift
+  out=$(completions "$line")
   for w in "$@"; do
     grep -qxF -- "$w" <<<"$out" || missing+=("$w")
   done
@@ -43,20 +45,9 @@ offers() {
 }
 # refuses "LINE" WORD...: no WORD is offered.
 refuses() {
-  local line=$1
+  local line=$1 out w
   shift
-  local out
-  out=$(
-    name=${line%% *}
-    # shellcheck disable=SC1090
-    source "$dir/$name" || exit 1
-    read -r -a COMP_WORDS <<<"$line"
-    [[ $line == *" " ]] && COMP_WORDS+=("")
-    COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
-    _hugepool_complete
-    printf '%s\n' "${COMPREPLY[@]}"
-  )
-  local w
+  out=$(completions "$line")
   for w in "$@"; do
     if grep -qxF -- "$w" <<<"$out"; then
       echo "FAIL '$line' offers $w"
