@@ -42,6 +42,7 @@ static int parse_page_size(const char *s, unsigned *kb) {
 static int parse_amount(const char *s, unsigned long long *pages, unsigned long long *bytes) {
   size_t n = strlen(s);
   *bytes = 0;
+  *pages = 0; /* a size: counted once --size is known */
   if (n > 0 && s[n - 1] >= '0' && s[n - 1] <= '9') return reserve_parse_count(s, RESERVE_MAX_PAGES, pages);
   if (s[0] < '1' || s[0] > '9') return -1;
   for (size_t i = 0; i < n; i++) /* digits and a unit's letters, nothing else ("1 ", "1.5G") */
