@@ -379,6 +379,25 @@ static void python_small_heap_note(const char *program) {
                         "94%% with, at 1.25x the time)\n");
 }
 
+/* Another allocator already in LD_PRELOAD stays there but serves nothing:
+ * the interposer comes first, and what it does not put on hugetlb pages
+ * goes to glibc's malloc.  Said once, before the program starts. */
+static void say_other_allocator(const char *preload) {
+  static const char *const known[] = {"jemalloc", "tcmalloc", "mimalloc", "hoard", "tbbmalloc", "snmalloc", "rpmalloc"};
+  const char *warn = getenv(option_desc(HP_OPT_WARN)->name);
+  if (!preload || (warn && strcmp(warn, "0") == 0)) return;
+  for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+    const char *at = strstr(preload, known[i]);
+    if (!at) continue;
+    while (at > preload && at[-1] != ' ' && at[-1] != ':') at--; /* the whole path */
+    (void)fprintf(stderr,
+                  "hugepool-run: LD_PRELOAD already has %.*s: hugepool's interposer comes first, so that allocator "
+                  "serves nothing; what hugepool does not put on hugetlb pages goes to glibc's malloc\n",
+                  (int)strcspn(at, " :"), at);
+    return;
+  }
+}
+
 int main(int argc, char **argv) {
   int first = parse_command_line(argc, argv);
   if (first >= argc) die("no program given");
@@ -393,6 +412,7 @@ int main(int argc, char **argv) {
   /* The interposer first (the MPI and CUDA entry points call into it), then
    * the CUDA and the MPI entry points, then what was there. */
   const char *old = getenv("LD_PRELOAD");
+  say_other_allocator(old);
   char *preload = NULL;
   if (asprintf(&preload, "%s%s%s%s%s%s%s", lib, cuda ? " " : "", cuda ? cuda : "", mpi ? " " : "", mpi ? mpi : "",
                old && *old ? " " : "", old && *old ? old : "") < 0) {
