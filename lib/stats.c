@@ -157,7 +157,7 @@ int stats_snprint(char *buf, size_t len, hugepool_stats_format format) {
   stats_snapshot(&st);
   sink s = {buf, len, 0};
   if (len) buf[0] = '\0';
-  hp_extra_stat extra[16];
+  hp_extra_stat extra[24];
   const hp_embedder *embedder = hp_embedding();
   size_t n_extra = embedder->extra_stats ? embedder->extra_stats(extra, sizeof(extra) / sizeof(extra[0])) : 0;
   /* One policy, as the user chose it: the preload's default is its own
@@ -268,7 +268,7 @@ void stats_print_at_exit(void) {
   hugepool_stats st;
   stats_snapshot(&st);
   bool asked = st.allocs != 0 || st.failures != 0;
-  hp_extra_stat extra[16];
+  hp_extra_stat extra[24];
   size_t (*extra_stats)(hp_extra_stat *, size_t) = hp_embedding()->extra_stats;
   size_t n_extra = extra_stats && !asked ? extra_stats(extra, sizeof(extra) / sizeof(extra[0])) : 0;
   for (size_t i = 0; i < n_extra; i++) asked = asked || ((extra[i].flags & HP_EXTRA_ACTIVITY) && extra[i].value);

@@ -30,9 +30,9 @@
 typedef struct flag {
   const char *spelling; /* for --help */
   const char *long_name;
-  const char *fixed;    /* a switch: the value it sets */
+  const char *fixed; /* a switch: the value it sets */
   hp_option_id id;
-  char short_name;      /* 0: none */
+  char short_name; /* 0: none */
   bool takes_value;
 } flag;
 
@@ -90,13 +90,14 @@ static void print_wrapped(const char *text, size_t indent, size_t column) {
 }
 
 static void usage(void) {
-  printf("usage: hugepool-run [options] [--] program [args...]\n\n"
-         "Runs `program` with libhugepool_preload.so: malloc requests at or above the\n"
-         "threshold get memory on hugetlb pages (cached and reused), the rest are\n"
-         "served by glibc as before.  In an MPI program (MPICH or Open MPI: the entry\n"
-         "points ask the program's MPI library which it is at its first MPI call),\n"
-         "MPI_Alloc_mem memory is on hugetlb pages too (--mpi off: not).\n\n"
-         "options (each sets the variable named; options win over the environment):\n");
+  printf(
+      "usage: hugepool-run [options] [--] program [args...]\n\n"
+      "Runs `program` with libhugepool_preload.so: malloc requests at or above the\n"
+      "threshold get memory on hugetlb pages (cached and reused), the rest are\n"
+      "served by glibc as before.  In an MPI program (MPICH or Open MPI: the entry\n"
+      "points ask the program's MPI library which it is at its first MPI call),\n"
+      "MPI_Alloc_mem memory is on hugetlb pages too (--mpi off: not).\n\n"
+      "options (each sets the variable named; options win over the environment):\n");
   for (size_t i = 0; i < N_FLAGS; i++) {
     const flag *f = &flags[i];
     printf("  %-24s %s", f->spelling, option_desc(f->id)->name);
@@ -119,9 +120,10 @@ static void usage(void) {
     int n = printf("  %-*s %-8s ", name_width, d->name, def);
     print_wrapped(d->help, (size_t)name_width + 12, n > 0 ? (size_t)n : 0);
   }
-  printf("\nSizes take K, M, G, T suffixes (512M, 2GiB).  Also sets UCX_MEM_MALLOC_HOOKS=n\n"
-         "and UCX_MEM_MALLOC_RELOC=n: UCX (MPICH ch4:ucx, Open MPI) would otherwise\n"
-         "replace malloc, since a caching allocator does not unmap freed memory.\n");
+  printf(
+      "\nSizes take K, M, G, T suffixes (512M, 2GiB).  Also sets UCX_MEM_MALLOC_HOOKS=n\n"
+      "and UCX_MEM_MALLOC_RELOC=n: UCX (MPICH ch4:ucx, Open MPI) would otherwise\n"
+      "replace malloc, since a caching allocator does not unmap freed memory.\n");
 }
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -314,8 +316,9 @@ static void say_cuda_driver(void) {
   if (warn && strcmp(warn, "0") == 0) return;
   void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!cuda) {
-    (void)fprintf(stderr, "hugepool-run: --cuda: no CUDA driver on this node (libcuda.so.1 not found): nothing to "
-                          "register\n");
+    (void)fprintf(stderr,
+                  "hugepool-run: --cuda: no CUDA driver on this node (libcuda.so.1 not found): nothing to "
+                  "register\n");
     return;
   }
   cu_init_fn init;
@@ -336,8 +339,8 @@ static void say_cuda_driver(void) {
 static const char *cuda_library(void) {
   if (cuda_mode() == HP_CUDA_OFF) return NULL;
   static path_buf buf;
-  const char *lib = library_path("HUGEPOOL_CUDA_PRELOAD_LIB", HUGEPOOL_CUDA_PRELOAD_LIB_FROM_BIN,
-                                 HUGEPOOL_CUDA_PRELOAD_LIB, buf);
+  const char *lib =
+      library_path("HUGEPOOL_CUDA_PRELOAD_LIB", HUGEPOOL_CUDA_PRELOAD_LIB_FROM_BIN, HUGEPOOL_CUDA_PRELOAD_LIB, buf);
   if (access(lib, R_OK) != 0) die("cannot find the CUDA interposer at %s (set HUGEPOOL_CUDA_PRELOAD_LIB)", lib);
   say_cuda_driver();
   return lib;
@@ -358,25 +361,6 @@ static void torch_pinned_register(void) {
       setenv(name, conf, 1) != 0)
     die("cannot set %s", name);
   free(conf);
-}
-
-/* CPython's pymalloc maps its own 1 MiB arenas, which the small heap never
- * sees: said once to a person at a terminal (a script's stderr stays the
- * program's own), with the setting that covers them and its measured cost
- * (bench/RESULTS.md, "CPython under --small-heap"). */
-static void python_small_heap_note(const char *program) {
-  const char *on = getenv(option_desc(HP_OPT_SMALL_HEAP)->name);
-  const char *warn = getenv(option_desc(HP_OPT_WARN)->name);
-  const char *base = strrchr(program, '/');
-  base = base ? base + 1 : program;
-  long long value = 0;
-  char expected[96];
-  if (!on || option_parse(HP_OPT_SMALL_HEAP, on, true, &value, expected, sizeof(expected)) != 0 || !value || (warn && strcmp(warn, "0") == 0) || getenv("PYTHONMALLOC") ||
-      strncmp(base, "python", 6) != 0 || !isatty(STDERR_FILENO))
-    return;
-  (void)fprintf(stderr, "hugepool-run: --small-heap reaches CPython's objects only with PYTHONMALLOC=malloc "
-                        "(pymalloc maps its own arenas; measured: 12%% of the heap on huge pages without, "
-                        "94%% with, at 1.25x the time)\n");
 }
 
 /* Another allocator already in LD_PRELOAD stays there but serves nothing:
@@ -407,7 +391,6 @@ int main(int argc, char **argv) {
   const char *mpi = mpi_library();
   const char *cuda = cuda_library();
   torch_pinned_register();
-  python_small_heap_note(argv[first]);
 
   /* The interposer first (the MPI and CUDA entry points call into it), then
    * the CUDA and the MPI entry points, then what was there. */

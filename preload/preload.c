@@ -101,10 +101,16 @@ static size_t extra_stats(hp_extra_stat *out, size_t max) {
       {"small_heap_chunks_peak", "small heap: 2 MB chunks (peak)", sh.chunks_peak, 0},
       {"small_heap_chunks_returned", "small heap: chunks given back to pool", sh.chunks_returned, 0},
       {"small_heap_bytes", "small heap: bytes in jemalloc's extents", sh.bytes_in_extents, HP_EXTRA_BYTES},
-      {"small_heap_fallbacks", "small heap: fallbacks to glibc", atomic_load(&ctr.n_small_fallback),
-       HP_EXTRA_ACTIVITY},
+      {"small_heap_fallbacks", "small heap: fallbacks to glibc", atomic_load(&ctr.n_small_fallback), HP_EXTRA_ACTIVITY},
   };
   add_rows(out, max, &n, small_heap_rows, sizeof(small_heap_rows) / sizeof(small_heap_rows[0]));
+  uint64_t py_served = 0, py_fallback = 0;
+  if (!hpl_python_counts(&py_served, &py_fallback)) return n;
+  hp_extra_stat python_rows[] = {
+      {"python_arenas", "CPython: arenas on 2 MB pages", py_served, HP_EXTRA_ACTIVITY},
+      {"python_arena_fallbacks", "CPython: arenas left to its mmap", py_fallback, HP_EXTRA_ACTIVITY},
+  };
+  add_rows(out, max, &n, python_rows, sizeof(python_rows) / sizeof(python_rows[0]));
   return n;
 }
 
@@ -137,7 +143,10 @@ static void preload_init(void) {
   long long policy = option_get(HP_OPT_POLICY); /* the core runs fallback as strict */
   policy_strict = policy == HUGEPOOL_POLICY_STRICT;
   (void)hp_embed(policy_strict ? &embed_strict : policy == HP_POLICY_FALLBACK ? &embed_fallback : &embed_other);
-  if (option_get(HP_OPT_SMALL_HEAP) && sh_init() == 0) atomic_store(&hpl_small_heap_on, true);
+  if (option_get(HP_OPT_SMALL_HEAP) && sh_init() == 0) {
+    atomic_store(&hpl_small_heap_on, true);
+    hpl_python_arenas();
+  }
   atomic_store(&hpl_threshold, threshold);
   atomic_store(&state, ST_READY);
   in_init = 0;
@@ -211,7 +220,7 @@ static void *large_alloc(size_t size, bool zero, size_t alignment) {
 /* A small request the heap could not serve (no chunk: the pool is short):
  * glibc serves it, one line per process, every one counted.  The heap looks
  * at the pool again at most once a millisecond. */
-static void count_small_fallback(void) {
+void hpl_count_small_fallback(void) {
   atomic_fetch_add_explicit(&ctr.n_small_fallback, 1, memory_order_relaxed);
   if (atomic_load_explicit(&ctr.small_shortage_reported, memory_order_relaxed) ||
       atomic_exchange(&ctr.small_shortage_reported, true) || option_get(HP_OPT_WARN) == 0)
@@ -236,7 +245,7 @@ static void *route(size_t size, bool zero) {
   if (small_heap_takes(size)) {
     void *p = sh_malloc(size, zero);
     if (HPL_LIKELY(p != NULL)) return p;
-    count_small_fallback();
+    hpl_count_small_fallback();
   }
   return zero ? __libc_calloc(1, size) : __libc_malloc(size);
 }
@@ -373,7 +382,7 @@ void *hpl_memalign(size_t alignment, size_t size) {
   if (alignment <= HPL_SMALL_MAX_ALIGN && small_heap_takes(size)) {
     void *p = sh_memalign(alignment, size);
     if (HPL_LIKELY(p != NULL)) return p;
-    count_small_fallback();
+    hpl_count_small_fallback();
   }
   return __libc_memalign(alignment, size); /* free() tells the sources apart */
 }

@@ -7,6 +7,7 @@
  *   heap-chunks.c     ... whose extents are carved from hugetlb chunks
  *   dlopen.c          dlopen/dlmopen without RTLD_DEEPBIND
  *   protect.c         mprotect/madvise at 4 KB granularity (lib/split.c)
+ *   python.c          CPython's object arenas on the small heap
  *   cuda.c            CUDA host registrations served by the cache (--cuda)
  */
 #ifndef HUGEPOOL_PRELOAD_H
@@ -42,6 +43,9 @@ HPL_HIDDEN void *hpl_realloc(void *ptr, size_t size);
 HPL_HIDDEN void *hpl_memalign(size_t alignment, size_t size);
 HPL_HIDDEN void hpl_free_slow(void *ptr);
 HPL_HIDDEN size_t hpl_usable_size(void *ptr);
+/* A small request (or CPython arena) given to glibc (or CPython's mmap)
+ * because the pool is short: counted, and said once per process. */
+HPL_HIDDEN void hpl_count_small_fallback(void);
 
 /* ---- dlopen.c ------------------------------------------------------------ */
 /* dlopen/dlmopen calls whose RTLD_DEEPBIND was taken off. */
@@ -67,5 +71,13 @@ typedef struct sh_counters {
   uint64_t chunks, chunks_peak, chunks_returned, bytes_in_extents;
 } sh_counters;
 HPL_HIDDEN void sh_stats(sh_counters *out);
+
+/* ---- python.c ------------------------------------------------------------ */
+/* With the small heap on: if the program is CPython, its object arenas come
+ * from the small heap from now on.  Called once, from the initialisation. */
+HPL_HIDDEN void hpl_python_arenas(void);
+/* Arenas served by the small heap and by CPython's own mmap; false when the
+ * program is not CPython (or the switch was not made). */
+HPL_HIDDEN bool hpl_python_counts(uint64_t *served, uint64_t *fallback);
 
 #endif /* HUGEPOOL_PRELOAD_H */
