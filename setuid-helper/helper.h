@@ -105,6 +105,10 @@ struct proc_status {
 };
 int sysfs_proc_status_read(int fd, struct proc_status *ps);
 
+/* ---- release.c ---- */
+/* The shrink of a killed release finished by the next call: pages that went. */
+unsigned long long release_finish(const struct reserve_grants *gs, int node, unsigned size_kb, unsigned long long want);
+
 /* ---- usage.c ---- */
 
 /* Hugetlb memory (kB) the caller's processes hold (counted over, never

@@ -6,8 +6,9 @@
  *     nothing changes (the other order could leave a user charged for pages
  *     already given back, and a second release would then take other
  *     users' pages); if the helper is killed after it, the next call
- *     charges again what did not go (state.c), so no page is left in the
- *     pool charged to no one.
+ *     finishes the shrink as far as rules 2 and 3 allow and charges again
+ *     what still cannot go (state.c, release_finish), so no page is left in
+ *     the pool charged to no one.
  *  2. Never shrink into pages in use or reserved: a pool shrinks by at
  *     most free - resv.
  *  3. Never shrink into pages promised to others: free - resv - shrink must
@@ -127,6 +128,26 @@ static unsigned long long shrink_pool(const struct reserve_grants *gs, const str
   }
   if (sysfs_pool_file_read(node, size_kb, "nr_hugepages", after) != 0) *after = st.nr;
   return st.nr > *after ? (st.nr - *after < want ? st.nr - *after : want) : 0;
+}
+
+/* A release killed between its intent and its shrink (state.c settles it
+ * at the next locked call): the pool shrinks now by up to want of the pages
+ * that did not go, under rules 2 and 3 with no caller: the released user's
+ * remaining grant is promised like everyone else's.  Returns how many went
+ * (0 when /proc or the pool cannot be read: fail closed, they are charged
+ * back instead). */
+unsigned long long release_finish(const struct reserve_grants *gs, int node, unsigned size_kb, unsigned long long want) {
+  const uid_t nobody_caller = (uid_t)-1;
+  struct usage *u = calloc(1, sizeof *u);
+  unsigned long long room, before, after, went = 0;
+  if (u == NULL) return 0;
+  if (usage_read(gs, nobody_caller, u) == 0) {
+    room = shrink_allowed(gs, u, nobody_caller, node, size_kb);
+    if (room > want) room = want;
+    if (room > 0) went = shrink_pool(gs, u, nobody_caller, node, size_kb, room, &before, &after);
+  }
+  free(u);
+  return went;
 }
 
 /* ---- release ---- */

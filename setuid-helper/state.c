@@ -18,9 +18,10 @@
  *     stops everything (fail closed).
  *  5. A grant's or a release's intent is in the table, synced, before the
  *     pool changes; the next exclusive open settles one left behind (a
- *     grant's pages charged or given back, a release's pages that did not
- *     go charged again: every page in the pool stays someone's) and audits
- *     it, before anything else is done.
+ *     grant's pages charged or given back; a release's shrink finished
+ *     where the pool has room, and pages that still cannot go charged
+ *     again: every page in the pool stays someone's) and audits it, before
+ *     anything else is done.
  *  6. Resource limits are checked before the lock is taken: RLIMIT_FSIZE
  *     (a short write would tear the table) and RLIMIT_NOFILE (EMFILE must
  *     not hide a process from the in-use count).
@@ -309,21 +310,36 @@ static const char *reconcile_outcome(const struct reserve_intent *in, const stru
 static int intent_reconcile(const struct reserve_caller *who, struct state *s) {
   struct reserve_intent in = s->gs.intent;
   struct settled r;
+  unsigned long long now, went, finished = 0;
   char node[16];
   reserve_node_name(node, sizeof node, in.node);
+  /* A release's pages that did not go: the shrink is finished first, within
+   * the release's rules; settle_release then charges back what still stays. */
+  if (in.active == RESERVE_INTENT_RELEASE && sysfs_pool_file_read(in.node, in.size_kb, "nr_hugepages", &now) == 0) {
+    went = in.before > now ? (in.before - now < in.delta ? in.before - now : in.delta) : 0;
+    if (went < in.delta) finished = release_finish(&s->gs, in.node, in.size_kb, in.delta - went);
+  }
   if (state_intent_settle(s, &r) != 0) {
     int e = errno;
     reserve_audit(who,
-                  "action=reconcile for_uid=%lu size=%ukB node=%s before=%llu delta=%llu outcome=error reason=\"%s\"",
-                  (unsigned long)in.uid, in.size_kb, node, in.before, in.delta, strerror(e));
+                  "action=reconcile for_uid=%lu size=%ukB node=%s before=%llu delta=%llu finished=%llu outcome=error "
+                  "reason=\"%s\"",
+                  (unsigned long)in.uid, in.size_kb, node, in.before, in.delta, finished, strerror(e));
     errno = e;
     return -1;
   }
-  reserve_audit(who,
-                "action=reconcile for_uid=%lu size=%ukB node=%s before=%llu delta=%llu after=%llu charged=%llu "
-                "outcome=%s%s",
-                (unsigned long)in.uid, in.size_kb, node, in.before, in.delta, r.now, r.charged,
-                reconcile_outcome(&in, &r), in.active == RESERVE_INTENT_RELEASE ? " of=release" : "");
+  if (in.active == RESERVE_INTENT_RELEASE)
+    reserve_audit(who,
+                  "action=reconcile for_uid=%lu size=%ukB node=%s before=%llu delta=%llu finished=%llu after=%llu "
+                  "charged=%llu outcome=%s of=release",
+                  (unsigned long)in.uid, in.size_kb, node, in.before, in.delta, finished, r.now, r.charged,
+                  reconcile_outcome(&in, &r));
+  else
+    reserve_audit(who,
+                  "action=reconcile for_uid=%lu size=%ukB node=%s before=%llu delta=%llu after=%llu charged=%llu "
+                  "outcome=%s",
+                  (unsigned long)in.uid, in.size_kb, node, in.before, in.delta, r.now, r.charged,
+                  reconcile_outcome(&in, &r));
   return 0;
 }
 

@@ -9,7 +9,8 @@
 #  - every page the pool gained is charged to the user or named by the
 #    table's intent record (nothing charged to no one, nothing twice);
 #  - the next call settles it and succeeds (the table is never corrupt),
-#    leaving the pool at exactly what the table charges;
+#    leaving the pool at exactly what the table charges; a killed release's
+#    shrink is finished by that call, whoever makes it (root, here);
 #  - once the user has released, the pool is back at its base.
 # Prints the figures setuid-helper/README.md records.
 source "$(dirname "$0")/lib.sh"
@@ -25,7 +26,7 @@ group nogroup
 CONF
 TABLE=$REAL/var/lib/hugepool/grants
 P=4 # pages per grant
-runs=0 kills=0 checks=0
+runs=0 kills=0 checks=0 finished=0
 
 check() { # what got want
   checks=$((checks + 1))
@@ -73,6 +74,18 @@ after_kill() { # where
   nr=$(real_nr)
   check "$1: pool gained = charged + pending intent" $((nr - base)) $(($(charged) + $(pending)))
   check "$1: meminfo agrees with sysfs" "$(meminfo HugePages_Total)" "$nr"
+  # The next call that takes the lock settles the intent, whoever makes it:
+  # here root, holding nothing.  A killed release's shrink is finished (the
+  # pool has room), not charged back.
+  local release_left
+  release_left=$(grep -c '^release ' "$TABLE")
+  "$HELPER" --release >/dev/null 2>&1 || true
+  check "$1: the next call leaves no intent, pool = base + charged" \
+    "$(grep -Ec '^(intent|release) ' "$TABLE")/$(($(real_nr) - base))" "0/$(charged)"
+  if ((release_left > 0)); then
+    finished=$((finished + 1))
+    check "$1: the next call finished the killed release's shrink" "$(real_nr)/$(charged)" "$base/0"
+  fi
   as_nobody $P
   check "$1: the next grant settles and succeeds ($ERR)" "$RC" 0
   check "$1: pool = base + grant, charged once" "$(real_nr)/$(charged)" "$((base + P))/$P"
@@ -125,5 +138,5 @@ pass "the epilog's release killed at each of its ${#epilog_points[@]} system cal
 
 lost=$(($(real_nr) - base))
 check "pages lost" "$lost" 0
-echo "figures: runs=$runs kills=$kills checks=$checks pages_lost=$lost" \
+echo "figures: runs=$runs kills=$kills checks=$checks pages_lost=$lost shrinks_finished=$finished" \
   "(grant: ${#grant_points[@]} calls, release: ${#release_points[@]}, epilog release: ${#epilog_points[@]})"
