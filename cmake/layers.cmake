@@ -22,7 +22,9 @@
 #     madvise nor mprotect, which the preload exports (preload/protect.c):
 #     inside it they would bind to its own, which calls back into the core
 #     (lib/os-kernel.h); but in a sanitizer build (-DSANITIZE=...), whose
-#     OS layer goes through libc for the sanitizer to see every call.
+#     OS layer goes through libc for the sanitizer to see every call.  The
+#     preload's objects (PRELOAD_OBJECTS) reference none of those calls
+#     either: they reach the kernel through lib/os.h.
 # A quoted include naming a file of lib/ counts, with or without a path.
 #   cmake -DROOT=<source dir> [-DNM=nm -DOBJECTS=<a.o|b.o|...> -DSANITIZE=...] -P layers.cmake
 cmake_minimum_required(VERSION 3.25)
@@ -204,6 +206,29 @@ if(OBJECTS)
     foreach(entry IN LISTS calls)
       string(REGEX REPLACE "^\n?([^ ]+) U$" "\\1" call "${entry}")
       list(APPEND problems "lib/${name} calls ${call}: only the OS layer makes system calls on memory and files")
+    endforeach()
+  endforeach()
+endif()
+
+# Rule 7 for the preload's objects too (preload/): its own madvise and
+# mprotect calls, before it found libc's and for jemalloc's metadata, go
+# through the OS layer (os_madvise, os_mprotect), never a syscall() here.
+if(PRELOAD_OBJECTS)
+  string(REPLACE "|" ";" objects "${PRELOAD_OBJECTS}")
+  foreach(object IN LISTS objects)
+    if(object STREQUAL "" OR NOT EXISTS "${object}")
+      continue()
+    endif()
+    get_filename_component(name "${object}" NAME)
+    execute_process(COMMAND ${NM} -P ${object} OUTPUT_VARIABLE symbols RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      list(APPEND problems "${NM} -P ${object} failed")
+      continue()
+    endif()
+    string(REGEX MATCHALL "(^|\n)(${kernel_calls}) U" calls "${symbols}")
+    foreach(entry IN LISTS calls)
+      string(REGEX REPLACE "^\n?([^ ]+) U$" "\\1" call "${entry}")
+      list(APPEND problems "preload/${name} calls ${call}: the preload reaches the kernel through lib/os.h")
     endforeach()
   endforeach()
 endif()

@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "os-kernel.h"
 
@@ -94,6 +96,20 @@ int os_bind_node(void *addr, size_t size, int node) {
   memset(mask, 0, sizeof(mask));
   mask[(unsigned)node / (8 * sizeof(unsigned long))] |= 1UL << ((unsigned)node % (8 * sizeof(unsigned long)));
   return (int)mbind(addr, size, MPOL_BIND, mask, bits + 1, MPOL_MF_STRICT);
+}
+
+int os_madvise(void *addr, size_t len, int advice) { return sys_madvise(addr, len, advice); }
+
+int os_mprotect(void *addr, size_t len, int prot) { return sys_mprotect(addr, len, prot); }
+
+int os_pkey_mprotect(void *addr, size_t len, int prot, int pkey) {
+#ifdef SYS_pkey_mprotect
+  return (int)syscall(SYS_pkey_mprotect, (long)addr, (long)len, (long)prot, (long)pkey);
+#else
+  (void)addr, (void)len, (void)prot, (void)pkey;
+  errno = ENOSYS;
+  return -1;
+#endif
 }
 
 int os_populate(void *addr, size_t size) {

@@ -49,6 +49,13 @@ HP_INTERNAL void os_unmap(void *addr, size_t size);
 HP_INTERNAL int os_bind_node(void *addr, size_t size, int node);
 HP_INTERNAL int os_populate(void *addr, size_t size);
 HP_INTERNAL int os_move_to_small(void *addr, size_t size, size_t page_size);
+/* madvise and mprotect straight to the kernel, past any interposer (the
+ * preload's own exports, protect.c, included): the preload's calls before
+ * it found libc's, and the small heap's jemalloc on its own metadata.
+ * pkey_mprotect likewise (-1 with ENOSYS where the headers lack it). */
+HP_INTERNAL int os_madvise(void *addr, size_t len, int advice);
+HP_INTERNAL int os_mprotect(void *addr, size_t len, int prot);
+HP_INTERNAL int os_pkey_mprotect(void *addr, size_t len, int prot, int pkey);
 /* Address space without memory or pool pages (PROT_NONE), aligned to `align`. */
 HP_INTERNAL void *os_reserve(size_t size, size_t align);
 /* Turns [addr, addr + size) of a mapping into reserved address space: its

@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hooks.h" /* split.c's 4 KB granularity */
@@ -46,21 +45,15 @@ __attribute__((constructor(101))) static void protect_constructor(void) {
 }
 
 static int do_mprotect(void *addr, size_t len, int prot) {
-  return libc_mprotect ? libc_mprotect(addr, len, prot) : (int)syscall(SYS_mprotect, addr, len, prot);
+  return libc_mprotect ? libc_mprotect(addr, len, prot) : os_mprotect(addr, len, prot);
 }
 
 static int do_madvise(void *addr, size_t len, int advice) {
-  return libc_madvise ? libc_madvise(addr, len, advice) : (int)syscall(SYS_madvise, addr, len, advice);
+  return libc_madvise ? libc_madvise(addr, len, advice) : os_madvise(addr, len, advice);
 }
 
 static int do_pkey_mprotect(void *addr, size_t len, int prot, int pkey) {
-#ifdef SYS_pkey_mprotect
-  return (int)syscall(SYS_pkey_mprotect, addr, len, prot, pkey);
-#else
-  (void)addr, (void)len, (void)prot, (void)pkey;
-  errno = ENOSYS;
-  return -1;
-#endif
+  return os_pkey_mprotect(addr, len, prot, pkey);
 }
 
 static bool page_aligned(const void *addr) { return ((uintptr_t)addr & 4095) == 0; }

@@ -20,7 +20,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "heap.h"
@@ -227,10 +226,6 @@ uintptr_t hpl_je_unwind_get_ip(void *context) {
  * to the kernel: the plain names bind to this library's exports
  * (protect.c), which look the range up in the core's registry, and that
  * must not happen from inside jemalloc, under its locks. */
-int hpl_je_madvise(void *addr, size_t len, int advice) {
-  return (int)syscall(SYS_madvise, (long)addr, (long)len, (long)advice);
-}
+int hpl_je_madvise(void *addr, size_t len, int advice) { return os_madvise(addr, len, advice); }
 
-int hpl_je_mprotect(void *addr, size_t len, int prot) {
-  return (int)syscall(SYS_mprotect, (long)addr, (long)len, (long)prot);
-}
+int hpl_je_mprotect(void *addr, size_t len, int prot) { return os_mprotect(addr, len, prot); }

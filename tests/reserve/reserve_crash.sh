@@ -78,7 +78,7 @@ after_kill() { # where
   # here root, holding nothing.  A killed release's shrink is finished (the
   # pool has room), not charged back.
   local release_left
-  release_left=$(grep -c '^release ' "$TABLE")
+  release_left=$(grep -c '^release ' "$TABLE" || true)
   "$HELPER" --release >/dev/null 2>&1 || true
   check "$1: the next call leaves no intent, pool = base + charged" \
     "$(grep -Ec '^(intent|release) ' "$TABLE")/$(($(real_nr) - base))" "0/$(charged)"
