@@ -15,7 +15,9 @@
 #  - a process gone between the listing of /proc and the read of its
 #    status: skipped (it ended), the release goes on;
 #  - a release the kernel gives fewer pages than planned says why;
-#  - no decision reads the wall clock, so a clock jump changes nothing.
+#  - no decision reads the wall clock, so a clock jump changes nothing: the
+#    source is checked, and the wall clock is set back a day and forward
+#    again while a grant waits for the lock and around a grant and a release.
 # Prints the figures setuid-helper/README.md records.
 source "$(dirname "$0")/lib.sh"
 fake_setup
@@ -151,4 +153,49 @@ if grep -nE 'CLOCK_REALTIME|gettimeofday|[^_a-z]time\(|clock\(\)' "$RESERVE_SRC"
   fail "the helper reads the wall clock: a clock jump could change a decision"
 fi
 pass "no decision reads the wall clock (lock waits count sleeps, the scan budget is CLOCK_MONOTONIC)"
+
+# --- a clock jump, at run time ---
+# The wall clock set back a day and forward again to the true time while a
+# grant waits for the lock (2 s in the test build) and while grants and
+# releases run: the wait still ends after its bound, measured on
+# CLOCK_MONOTONIC, and every grant and release is what it would have been.
+# Only ever set back, then forward to the true time (monotonic + the offset
+# saved first), so no file anywhere gets a time in the future; restored on
+# any exit.
+clock_offset=$(python3 -c 'import time; print(repr(time.clock_gettime(time.CLOCK_REALTIME) - time.monotonic()))')
+clock_set() { # seconds relative to the true time (0: the true time)
+  python3 -c 'import sys, time; time.clock_settime(time.CLOCK_REALTIME, time.monotonic() + float(sys.argv[1]) + float(sys.argv[2]))' \
+    "$clock_offset" "$1"
+}
+mono() { python3 -c 'import time; print("%.3f" % time.monotonic())'; }
+on_exit "clock_set 0"
+set_pool 0 0
+flock -o "$state/lock" sleep 30 9>&- >/dev/null 2>&1 &
+holder=$!
+for _ in $(seq 50); do grep -q "FLOCK .* $holder " /proc/locks && break; sleep 0.1; done
+t0=$(mono)
+(as_nobody 2; echo "$RC" >"$INST/jump.rc"; printf '%s' "$ERR" >"$INST/jump.err") &
+waiter=$!
+sleep 0.5
+clock_set -86400
+sleep 0.5
+clock_set 0
+wait "$waiter"
+t1=$(mono)
+pkill -P "$holder" 2>/dev/null || true
+wait "$holder" 2>/dev/null || true
+waited=$(python3 -c "print('%.1f' % ($t1 - $t0))")
+[[ $(cat "$INST/jump.rc") == 1 ]] && grep -q "held the lock" "$INST/jump.err" ||
+  fail "a grant waiting across a clock jump: exit $(cat "$INST/jump.rc"): $(cat "$INST/jump.err")"
+python3 -c "import sys; sys.exit(0 if 1.9 <= $t1 - $t0 <= 6 else 1)" ||
+  fail "a grant waiting across a clock jump waited ${waited} s, its bound is 2 s"
+pass "the wall clock set back a day and forward while a grant waits: it gives up after ${waited} s (bound 2 s), with the reason"
+bad=$((bad + 1))
+set_pool 0 0
+clock_set -86400
+as_nobody 3
+expect_eq "$RC/$(nr)" "0/3" "a grant with the wall clock a day back"
+clock_set 0
+as_nobody --release
+expect_eq "$RC/$(nr)/$(grep -c '^65534 ' "$table" || true)" "0/0/0" "its release after the clock came forward a day"
 echo "figures: bad_inputs=$bad wrong_grants=0 pages_lost=$(nr)"
