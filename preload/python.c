@@ -74,6 +74,13 @@ static size_t table_cap, table_n; /* capacity a power of two, kept at most half 
 static uintptr_t *partial;
 static size_t partial_n, partial_cap;
 static size_t slot_size; /* the first arena size served; others go to the small heap */
+/* A short pool is asked again at most once a millisecond (a refused block
+ * costs the core a failed mmap); blocks that are not 2 MB hugetlb pages
+ * (HUGEPOOL_PAGE_SIZE=1G: a 1 GB page per block; the thp and small
+ * policies) are never used: CPython keeps its own arenas. */
+#define RETRY_NS 1000000LL
+static long long retry_at;
+static bool blocks_off;
 
 static size_t slot_of(uintptr_t base) { return (size_t)((base / BLOCK) * 0x9E3779B97F4A7C15ULL) & (table_cap - 1); }
 
@@ -148,9 +155,19 @@ static void *block_take(void) {
     if (e->used == all_slots()) partial_n--;
     return (void *)(e->base + slot * slot_size);
   }
-  if (!table_room()) return NULL;
+  if (blocks_off || !table_room()) return NULL;
+  long long now = os_coarse_ns();
+  if (now < retry_at) return NULL;
   void *p = hugepool_alloc(BLOCK);
-  if (p == NULL) return NULL;
+  if (p == NULL) { /* the pool is short: CPython maps its arenas itself for a millisecond */
+    retry_at = now + RETRY_NS;
+    return NULL;
+  }
+  if (hugepool_kind_of(p) != HUGEPOOL_KIND_HUGE_2M) { /* 1 GB pages, or the thp / small policy: not for arenas */
+    hugepool_free(p);
+    blocks_off = true;
+    return NULL;
+  }
   uintptr_t base = (uintptr_t)p;
   table_put((block_entry){base, 1});
   /* No memory for the stack: the block's other slots stay unused until a
