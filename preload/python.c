@@ -203,12 +203,13 @@ static void *arena_alloc(void *ctx, size_t size) {
   (void)ctx;
   void *p = NULL;
   pthread_mutex_lock(&lock);
-  if (block_size_ok(size)) {
+  bool blockable = block_size_ok(size);
+  if (blockable) {
     slot_size = size;
     p = block_take();
   }
   pthread_mutex_unlock(&lock);
-  if (p == NULL && !block_size_ok(size) && !sh_reentered()) p = sh_memalign(PY_POOL_ALIGN, size);
+  if (p == NULL && !blockable && !sh_reentered()) p = sh_memalign(PY_POOL_ALIGN, size);
   if (HPL_LIKELY(p != NULL)) {
     atomic_fetch_add_explicit(&counts.served, 1, memory_order_relaxed);
     return p;
