@@ -7,18 +7,20 @@
 #   install.sh --bin build/setuid-helper/hugepool-reserve [options]
 #     --prefix DIR       install DIR/bin/hugepool-reserve       (/usr/local)
 #     --group NAME       privileged group of the helper          (hugepool)
-#     --conf FILE        site config, created if missing         (/etc/hugepool/reserve.conf)
-#     --state-dir DIR    lock and grant table                    (/var/lib/hugepool)
-#     --jobs-dir DIR     Slurm job registry                      (/run/hugepool/jobs)
+#     --conf FILE        site config, created if missing         (*)
+#     --state-dir DIR    lock and grant table                    (*)
+#     --jobs-dir DIR     Slurm job registry                      (*)
 #     --sysfs-root DIR   whose sys/ tree gets group write access (/)
 #     --tmpfiles-dir DIR where the boot-time permission rule goes (/etc/tmpfiles.d; "none" to skip)
 #     --users-group NAME value of "group" in a newly created config (hugepool-users)
 # The paths must match the ones compiled into the binary (CMake cache
 # HUGEPOOL_RESERVE_CONF, HUGEPOOL_RESERVE_STATE_DIR, HUGEPOOL_RESERVE_JOBS_DIR).
+# (*) By default they are: read from the helper-paths.h generated next to
+# the binary in its build tree, else the project's defaults from
+# cmake/helper-paths.cmake; they are written nowhere else.
 set -euo pipefail
 umask 022
-bin= prefix=/usr/local group=hugepool conf=/etc/hugepool/reserve.conf state=/var/lib/hugepool
-jobs=/run/hugepool/jobs sysroot=/ tmpfiles=/etc/tmpfiles.d users=hugepool-users
+bin= prefix=/usr/local group=hugepool conf= state= jobs= sysroot=/ tmpfiles=/etc/tmpfiles.d users=hugepool-users
 while (($#)); do
   case $1 in
     --bin) bin=$2 ;; --prefix) prefix=$2 ;; --group) group=$2 ;; --conf) conf=$2 ;;
@@ -30,6 +32,21 @@ while (($#)); do
 done
 [[ $(id -u) -eq 0 ]] || { echo "install.sh: must run as root" >&2; exit 2; }
 [[ -n $bin && -f $bin ]] || { echo "install.sh: --bin FILE is required" >&2; exit 2; }
+
+# The compiled-in paths (see above): HELPER_PATH_* of the binary's build
+# tree, or the HUGEPOOL_RESERVE_* defaults of cmake/helper-paths.cmake.
+compiled_path() { # HELPER_PATH_NAME HUGEPOOL_RESERVE_NAME
+  local header cmake v=
+  header=$(dirname "$bin")/helper-paths.h
+  cmake=$(dirname "${BASH_SOURCE[0]}")/../cmake/helper-paths.cmake
+  [[ -f $header ]] && v=$(sed -n "s/^#define $1 \"\(.*\)\"\$/\1/p" "$header")
+  [[ -n $v || ! -f $cmake ]] || v=$(sed -n "s/^set($2 \([^ ]*\) .*/\1/p" "$cmake")
+  [[ -n $v ]] || { echo "install.sh: cannot tell the binary's $1: pass it (--conf, --state-dir, --jobs-dir)" >&2; exit 2; }
+  echo "$v"
+}
+[[ -n $conf ]] || conf=$(compiled_path HELPER_PATH_CONF HUGEPOOL_RESERVE_CONF)
+[[ -n $state ]] || state=$(compiled_path HELPER_PATH_STATE_DIR HUGEPOOL_RESERVE_STATE_DIR)
+[[ -n $jobs ]] || jobs=$(compiled_path HELPER_PATH_JOBS_DIR HUGEPOOL_RESERVE_JOBS_DIR)
 
 getent group "$group" >/dev/null || groupadd --system "$group"
 

@@ -163,6 +163,11 @@ if [[ -n $p_slurm ]]; then
   done
 fi
 if [[ -n $p_default ]]; then
+  # reserve_conf=project (the default): the project's own path, from the one file that sets it.
+  want=$(sed -n 's/^set(HUGEPOOL_RESERVE_CONF \([^ ]*\) .*/\1/p' "$src/cmake/helper-paths.cmake")
+  [[ -n $want ]] && grep -qx "$want" <<<"$(strings "$p_default/bin/hugepool-reserve" 2>/dev/null)" &&
+    pass "default spec: the project's $want compiled into hugepool-reserve" ||
+    fail "default spec: '$want' not compiled into hugepool-reserve"
   out=$(readelf -d "$p_default"/lib*/libhugepool_mpi.so.0 2>&1)
   grep -q 'libmpich' <<<"$out" && pass "libhugepool_mpi links the spec's MPI (MPICH)" ||
     fail "libhugepool_mpi's MPI: $(grep NEEDED <<<"$out")"

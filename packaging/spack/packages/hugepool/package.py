@@ -36,12 +36,14 @@ class Hugepool(CMakePackage):
     variant("fortran", default=False, description="Fortran modules hugepool (and hugepool_mpi with +mpi)")
     variant("python", default=False, description="Python package hugepool (numpy arrays on hugepool buffers)")
     # The helper's compiled-in paths: never read from the environment.
-    variant("reserve_conf", default="/etc/hugepool/reserve.conf", when="+helper",
-            description="the helper's site config")
-    variant("state_dir", default="/var/lib/hugepool", when="+helper",
-            description="the helper's lock and grant table")
-    variant("jobs_dir", default="/run/hugepool/jobs", when="+helper",
-            description="the Slurm job registry")
+    # "project": the project's own (cmake/helper-paths.cmake, where they are
+    # written once).
+    variant("reserve_conf", default="project", when="+helper",
+            description="the helper's site config (project: the project's default)")
+    variant("state_dir", default="project", when="+helper",
+            description="the helper's lock and grant table (project: the project's default)")
+    variant("jobs_dir", default="project", when="+helper",
+            description="the Slurm job registry (project: the project's default)")
 
     depends_on("c", type="build")
     depends_on("cxx", type="build")
@@ -81,11 +83,11 @@ class Hugepool(CMakePackage):
             self.define("HUGEPOOL_BUILD_TESTS", self.run_tests),
         ]
         if spec.satisfies("+helper"):
-            args += [
-                self.define_from_variant("HUGEPOOL_RESERVE_CONF", "reserve_conf"),
-                self.define_from_variant("HUGEPOOL_RESERVE_STATE_DIR", "state_dir"),
-                self.define_from_variant("HUGEPOOL_RESERVE_JOBS_DIR", "jobs_dir"),
-            ]
+            for cache, variant in (("HUGEPOOL_RESERVE_CONF", "reserve_conf"),
+                                   ("HUGEPOOL_RESERVE_STATE_DIR", "state_dir"),
+                                   ("HUGEPOOL_RESERVE_JOBS_DIR", "jobs_dir")):
+                if spec.variants[variant].value != "project":
+                    args.append(self.define_from_variant(cache, variant))
         if spec.satisfies("+slurm"):
             args.append(self.define("HUGEPOOL_SPANK_INCLUDE", spec["slurm"].prefix.include))
         if spec.satisfies("+python"):
