@@ -36,11 +36,8 @@ done
 plugin=$RESERVE_BIN_DIR/hugepool_spank_realpool.so
 [[ -f $plugin ]] || { echo "SKIP: SPANK plugin not built (libslurm-dev missing?)" >&2; exit 77; }
 K=8
-real_pool_setup <<CONF
-max_pages 64
-max_fraction 0.5
-min_free_mb 1024
-group nogroup
+real_pool_setup - <<CONF
+$(real_pool_conf)
 require_job yes
 CONF
 cg_v2=$(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") break; if ($(i + 1) == "cgroup2" && $4 == "/") { print $5; exit } }' /proc/self/mountinfo)
