@@ -206,6 +206,51 @@ _real_pool_restore() {
   pool_release
 }
 
+# --- the test Slurms: slurm_lib.sh (one node on 127.0.0.1), tests/cluster/slurm.sh (the bed's nodes) ---
+# slurm_conf_write DIR HEAD...: DIR/slurm.conf, written here alone: the lines
+# HEAD (cluster name, controller host, ports), then what every test Slurm
+# shares (root daemons, munge on DIR/munge.sock, the SPANK plugins of
+# DIR/plugstack.conf, the prolog at allocation, no accounting; its files in
+# DIR, a slurmd's named by its node, %n), then its nodes and partitions from
+# stdin.  Makes DIR/state and exports SLURM_CONF.
+slurm_conf_write() {
+  local dir=$1
+  shift
+  {
+    printf '%s\n' "$@"
+    cat <<EOF
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$dir/munge.sock
+CredType=cred/munge
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool-%n
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd-%n.pid
+SlurmctldLogFile=$dir/slurmctld.log
+SlurmdLogFile=$dir/slurmd-%n.log
+SlurmdDebug=debug
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+PrologFlags=Alloc
+PlugStackConfig=$dir/plugstack.conf
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+MpiDefault=none
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+EOF
+    cat
+  } >"$dir/slurm.conf"
+  chmod 0644 "$dir/slurm.conf"
+  mkdir -p "$dir/state"
+  export SLURM_CONF=$dir/slurm.conf
+}
+
 # --- hugetlb cgroups (cgroup.c) and the job limits (limits.c) ---
 # The hierarchy the plugin will use (its own detection, in shell): cg_mnt,
 # with cg_v2 / cg_v1 the mounts found.  Whatever jobs leave is checked by the
