@@ -37,7 +37,7 @@ static void *take_cached(size_t requested, size_t size, int node, hugepool_kind 
   hp_block b;
   hp_tcache *tc = tcache_self();
   void *p;
-  size_t max_size = hp_fit_max(size, kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : HP_2M);
+  size_t max_size = hp_fit_max(size, hp_unit_of(kind));
   if (tc && tcache_take(tc, size, max_size, requested, node, kind, &p)) return p; /* registered already */
   pthread_mutex_lock(&hp_lock);
   if (!cache_take(size, max_size, node, kind, &b) && !tcache_steal(size, node, kind, &b)) {
@@ -177,7 +177,7 @@ void *hp_allocate(size_t bytes, int node, bool *fresh) {
     errno = ENOMEM;
     return NULL;
   }
-  hugepool_kind kind = page == HP_1G ? HUGEPOOL_KIND_HUGE_1G : HUGEPOOL_KIND_HUGE_2M;
+  hugepool_kind kind = hp_kind_of_page(page);
   void *p = take_cached(bytes, size, node, kind);
   if (p) {
     if (hp_trace_on()) hp_trace(HP_TRACE_HIT, "%zu bytes from a cached buffer at %p: no system call, no fault", bytes, p);

@@ -37,8 +37,8 @@ static void drop_in_child(hp_block *batch, size_t n) {
   for (size_t i = 0; i < n; i++) {
     os_unmap(batch[i].addr, batch[i].size);
     base_stats_unmapped(batch[i].size);
-    if (batch[i].kind == HUGEPOOL_KIND_HUGE_2M || batch[i].kind == HUGEPOOL_KIND_HUGE_1G)
-      share_mapped(batch[i].kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : HP_2M, -(long long)batch[i].size);
+    size_t page = hp_page_of((hugepool_kind)batch[i].kind);
+    if (page) share_mapped(page, -(long long)batch[i].size);
   }
 }
 

@@ -45,9 +45,22 @@ typedef struct hp_block {
                         (cached or handed out from it; tcache.c), or NULL */
 } hp_block;
 
+/* The page kind <-> page size mapping, written here alone. */
 /* The page size of a block's kind: 0 for the fallbacks (THP, 4 KB). */
 static inline size_t hp_page_of(hugepool_kind kind) {
   return kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : kind == HUGEPOOL_KIND_HUGE_2M ? HP_2M : 0;
+}
+
+/* The unit a block's size and address come in: its page size, 2 MB for the
+ * fallbacks (they are mapped in 2 MB steps, for THP to back them). */
+static inline size_t hp_unit_of(hugepool_kind kind) {
+  size_t page = hp_page_of(kind);
+  return page ? page : HP_2M;
+}
+
+/* The hugetlb kind of a page size (HP_2M or HP_1G). */
+static inline hugepool_kind hp_kind_of_page(size_t page) {
+  return page == HP_1G ? HUGEPOOL_KIND_HUGE_1G : HUGEPOOL_KIND_HUGE_2M;
 }
 
 /* `bytes` rounded up to a multiple of `unit` (a power of two); 0 when that

@@ -193,7 +193,7 @@ static bool take_exact(size_t size, int node, hugepool_kind kind, hp_block *out)
 bool cache_take(size_t size, size_t max_size, int node, hugepool_kind kind, hp_block *out) {
   if (count == 0) return false;
   if (take_exact(size, node, kind, out)) return true;
-  size_t unit = kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : HP_2M;
+  size_t unit = hp_unit_of(kind);
   for (size_t s = size + unit, n = 0; s <= max_size && s > size && n < FIT_PROBES; s += unit, n++) {
     if (take_exact(s, node, kind, out)) return true;
   }

@@ -37,7 +37,8 @@
 
 static void make_private(hp_block *b, void *arg) {
   (void)arg;
-  if (b->kind != HUGEPOOL_KIND_HUGE_2M && b->kind != HUGEPOOL_KIND_HUGE_1G) return;
+  size_t page = hp_page_of((hugepool_kind)b->kind);
+  if (!page) return;
   if (split_fork_privatize(b)) return; /* some of its pages are 4 KB pages: page by page */
   if (os_populate(b->addr, b->size) == 0) {
     hp_stats.fork_copies_huge++;
@@ -46,7 +47,6 @@ static void make_private(hp_block *b, void *arg) {
                "reserved; HUGEPOOL_FORK=keep shares them copy-on-write)", b->size >> 20, b->addr);
     return;
   }
-  size_t page = b->kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : HP_2M;
   if (os_move_to_small(b->addr, b->size, page) != 0) {
     hp_warn("fork: cannot copy the %zu MiB buffer at %p inherited from the parent (%s); writing to it may SIGBUS",
             b->size >> 20, b->addr, strerror(errno));
@@ -57,13 +57,13 @@ static void make_private(hp_block *b, void *arg) {
 }
 
 static void sum_huge(hp_block *b, void *arg) {
-  if (b->kind == HUGEPOOL_KIND_HUGE_2M || b->kind == HUGEPOOL_KIND_HUGE_1G) *(size_t *)arg += b->size;
+  if (hp_page_of((hugepool_kind)b->kind)) *(size_t *)arg += b->size;
 }
 
 static int handshake[2] = {-1, -1};
 
 static void any_huge(hp_block *b, void *arg) {
-  if (b->kind == HUGEPOOL_KIND_HUGE_2M || b->kind == HUGEPOOL_KIND_HUGE_1G) *(bool *)arg = true;
+  if (hp_page_of((hugepool_kind)b->kind)) *(bool *)arg = true;
 }
 
 void fork_prepare(void) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The OS layer, continued: moving a buffer's pages to another address
  * (realloc's growth), one mapping or several, never leaving it in two
- * parts; and the fault injection its tests use.  Same contract as os.c
+ * parts; moving a hugetlb buffer onto 4 KB pages at the same address
+ * (fork's child); and the fault injection its tests use.  Same contract as os.c
  * (os.h). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -252,4 +253,27 @@ int os_move(void *from, size_t size, void *to, size_t page_size) {
   if (m.to_held_start < size) (void)sys_munmap((char *)to + m.to_held_start, size - m.to_held_start);
   errno = err;
   return -1;
+}
+
+/* ---- a hugetlb buffer onto 4 KB pages, in place (fork.c) ---------------- */
+
+int os_move_to_small(void *addr, size_t size, size_t page_size) {
+  /* Replaces a hugetlb mapping by an anonymous 4 KB one at the same address,
+   * carrying over the pages that exist (reading a missing hugetlb page could
+   * itself need a pool page). */
+  char *anon = sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (anon == MAP_FAILED) return -1;
+  char *src = addr;
+  for (size_t off = 0; off < size; off += page_size) {
+    unsigned char present = 0;
+    if (mincore(src + off, 4096, &present) == 0 && (present & 1)) memcpy(anon + off, src + off, page_size);
+  }
+  if (os_move_mapping(anon, size, addr) != 0) {
+    int err = errno;
+    (void)sys_munmap(anon, size);
+    errno = err;
+    return -1;
+  }
+  (void)sys_madvise(addr, size, MADV_NOHUGEPAGE);
+  return 0;
 }

@@ -4,8 +4,8 @@
  * binding, population, and the reporter the layer speaks through.  The
  * layer's other files: os-pool.c (the kernel's pool counts), os-io.c
  * (small files, stderr, the statistics file, the fork pipe), os-move.c
- * (moving a buffer), os-file.c (node-shared segments' files); os-kernel.h
- * is what they share.  The contract of every function is stated once, in
+ * (moving a buffer, or onto 4 KB pages), os-file.c (node-shared segments'
+ * files); os-kernel.h is what they share.  The contract of every function is stated once, in
  * os.h.  Nothing here calls malloc, so the preload interposer can use it
  * from inside malloc, and nothing here calls above this layer: what it
  * must say goes through the reporter (os_report()). */
@@ -130,27 +130,6 @@ void *os_map_sparse(size_t size) {
 }
 
 void os_unmap_meta(void *addr, size_t size) { (void)sys_munmap(addr, size); }
-
-int os_move_to_small(void *addr, size_t size, size_t page_size) {
-  /* Replaces a hugetlb mapping by an anonymous 4 KB one at the same address,
-   * carrying over the pages that exist (reading a missing hugetlb page could
-   * itself need a pool page). */
-  char *anon = sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (anon == MAP_FAILED) return -1;
-  char *src = addr;
-  for (size_t off = 0; off < size; off += page_size) {
-    unsigned char present = 0;
-    if (mincore(src + off, 4096, &present) == 0 && (present & 1)) memcpy(anon + off, src + off, page_size);
-  }
-  if (os_move_mapping(anon, size, addr) != 0) {
-    int err = errno;
-    (void)sys_munmap(anon, size);
-    errno = err;
-    return -1;
-  }
-  (void)sys_madvise(addr, size, MADV_NOHUGEPAGE);
-  return 0;
-}
 
 /* ---- address space for growth in place (realloc.c) ---------------------- */
 

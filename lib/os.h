@@ -48,7 +48,6 @@ HP_INTERNAL void *os_map_anon(size_t size, size_t align, bool want_thp);
 HP_INTERNAL void os_unmap(void *addr, size_t size);
 HP_INTERNAL int os_bind_node(void *addr, size_t size, int node);
 HP_INTERNAL int os_populate(void *addr, size_t size);
-HP_INTERNAL int os_move_to_small(void *addr, size_t size, size_t page_size);
 /* madvise and mprotect straight to the kernel, past any interposer (the
  * preload's own exports, protect.c, included): the preload's calls before
  * it found libc's, and the small heap's jemalloc on its own metadata.
@@ -68,10 +67,14 @@ HP_INTERNAL int os_unmap_to_reserve(void *addr, size_t size);
  * and [from, from + size) is no longer ours.  -1 with errno: the buffer is
  * whole at `from`, as it was, and [to, to + size) is no longer ours (ENOSYS:
  * /proc/self/maps cannot be read; EFAULT: the range has a hole).  Never
- * returns with the buffer in two parts (see os.c). */
+ * returns with the buffer in two parts (see os-move.c). */
 HP_INTERNAL int os_move(void *from, size_t size, void *to, size_t page_size);
 /* As os_move() for a range inside one mapping (one mremap call). */
 HP_INTERNAL int os_move_mapping(void *from, size_t size, void *to);
+/* Replaces the hugetlb buffer [addr, addr + size), pages of `page_size`, by
+ * 4 KB pages at the same address, carrying over the pages that exist (a
+ * fork's child, os-move.c).  0, or -1 with errno and the buffer as it was. */
+HP_INTERNAL int os_move_to_small(void *addr, size_t size, size_t page_size);
 /* Replaces the 2 MB hugetlb page at `page` (2 MB aligned, of a live
  * buffer) by 4 KB pages at the same address with the same contents and
  * protection; its hugetlb page goes back to the pool (os-split.c).

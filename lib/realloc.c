@@ -159,15 +159,11 @@ static void count_copy(void) {
   pthread_mutex_unlock(&hp_lock);
 }
 
-static bool is_huge(uint32_t kind) { return kind == HUGEPOOL_KIND_HUGE_2M || kind == HUGEPOOL_KIND_HUGE_1G; }
-
-/* The unit a block's size and address come in. */
-static size_t unit_of(uint32_t kind) { return kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : HP_2M; }
-
 /* Maps `size` bytes like the block's own pages (kind, node), anywhere. */
 static void *map_like(size_t size, const hp_block *b) {
-  bool huge = is_huge(b->kind);
-  void *p = huge ? os_map_huge(size, unit_of(b->kind)) : os_map_anon(size, HP_2M, b->kind == HUGEPOOL_KIND_THP);
+  size_t page = hp_page_of((hugepool_kind)b->kind);
+  bool huge = page != 0;
+  void *p = huge ? os_map_huge(size, page) : os_map_anon(size, HP_2M, b->kind == HUGEPOOL_KIND_THP);
   if (!p || b->node == HUGEPOOL_ANY_NODE) return p;
   /* As at allocation: bound to the node and, for hugetlb, populated there,
    * so a shortage on the node is ENOMEM now and not SIGBUS later. */
@@ -199,7 +195,7 @@ static void *reserve_for(size_t size, size_t unit, size_t *span) {
 static int grow(hp_block *b, size_t new_size) {
   size_t added = new_size - b->size;
   void *fresh = map_like(added, b);
-  if (!fresh && errno == ENOMEM && is_huge(b->kind)) {
+  if (!fresh && errno == ENOMEM && hp_page_of((hugepool_kind)b->kind)) {
     reclaim(b->kind, added); /* cached pages can make up the shortfall */
     fresh = map_like(added, b);
   }
@@ -224,7 +220,7 @@ static int grow(hp_block *b, size_t new_size) {
    * added pages go to their place first, so if the buffer cannot follow,
    * dropping the new range undoes everything. */
   size_t span = 0;
-  char *region = reserve_for(new_size, unit_of(b->kind), &span);
+  char *region = reserve_for(new_size, hp_unit_of((hugepool_kind)b->kind), &span);
   if (!region || os_move_mapping(fresh, added, region + b->size) != 0) {
     int err = errno;
     if (region) os_unmap(region, span);
@@ -232,7 +228,7 @@ static int grow(hp_block *b, size_t new_size) {
     errno = err;
     return -1;
   }
-  if (os_move(b->addr, b->size, region, is_huge(b->kind) ? unit_of(b->kind) : 0) != 0) {
+  if (os_move(b->addr, b->size, region, hp_page_of((hugepool_kind)b->kind)) != 0) {
     /* The buffer is whole where it was; the front of the region is no
      * longer ours (os_move released it): drop the rest, added pages too. */
     int err = errno;
@@ -276,7 +272,7 @@ static void *grow_by_copy(void *ptr, size_t old_size, size_t bytes) {
  * slow path (which refuses it), as is one whose page count would change. */
 static int record_same_pages(hp_block *b, void *arg) {
   size_t bytes = *(const size_t *)arg;
-  if (b->resizing || hp_round_up(bytes, unit_of(b->kind)) != b->size) return -1;
+  if (b->resizing || hp_round_up(bytes, hp_unit_of((hugepool_kind)b->kind)) != b->size) return -1;
   /* The same size: what the block asks for moves from slack to requested. */
   base_stats_requested_moved((uint64_t)bytes - b->requested);
   b->requested = bytes;
@@ -313,7 +309,7 @@ void *realloc_resize(void *ptr, size_t bytes) {
     return NULL;
   }
   hp_block now = was;
-  size_t new_size = hp_round_up(bytes, unit_of(was.kind));
+  size_t new_size = hp_round_up(bytes, hp_unit_of((hugepool_kind)was.kind));
   if (new_size != was.size) registrar_release(was.addr, was.size); /* its pages change */
   hp_resize_outcome outcome = HP_RESIZE_KEPT;
   int err = 0;
@@ -331,7 +327,7 @@ void *realloc_resize(void *ptr, size_t bytes) {
     outcome = HP_RESIZE_SHRUNK;
   }
   if (!err) now.requested = bytes;
-  bool copy = err == ENOMEM && is_huge(was.kind) && hp_current_policy() != HUGEPOOL_POLICY_STRICT;
+  bool copy = err == ENOMEM && hp_page_of((hugepool_kind)was.kind) && hp_current_policy() != HUGEPOOL_POLICY_STRICT;
   end_resize(&was, &now, copy ? HP_RESIZE_KEPT : outcome);
   resize_leave();
   if (copy) return grow_by_copy(ptr, was.size, bytes);

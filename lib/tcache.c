@@ -134,7 +134,7 @@ int tcache_free_own(hp_tcache *tc, const void *addr, hp_block *out) {
     tc_entry *e = &tc->e[i];
     if (e->state != OUT || e->b.addr != addr) continue;
     base_stats_death(&tc->delta, &e->b);
-    size_t page = e->b.kind == HUGEPOOL_KIND_HUGE_1G ? HP_1G : e->b.kind == HUGEPOOL_KIND_HUGE_2M ? HP_2M : 0;
+    size_t page = hp_page_of((hugepool_kind)e->b.kind);
     bool may_cache = !page || share_may_cache(page);
     e->b.requested = 0;
     if (may_cache) {

@@ -11,7 +11,6 @@
  * and are checked by the library's own parsers, so what this program accepts
  * and prints is what the preload will read. */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "cuda-probe.h"
 #include "hooks.h"
 
 #ifndef HUGEPOOL_PRELOAD_LIB
@@ -309,29 +309,18 @@ static long long cuda_mode(void) {
 
 /* --cuda on a node without a driver or a device: said in one line; the
  * program runs all the same (every CUDA call it makes fails as it would). */
-typedef int (*cu_init_fn)(unsigned);
-typedef int (*cu_count_fn)(int *);
 static void say_cuda_driver(void) {
   const char *warn = getenv(option_desc(HP_OPT_WARN)->name);
   if (warn && strcmp(warn, "0") == 0) return;
-  void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!cuda) {
-    (void)fprintf(stderr,
-                  "hugepool-run: --cuda: no CUDA driver on this node (libcuda.so.1 not found): nothing to "
-                  "register\n");
+  int rc = 0, n = cuda_probe_devices(&rc);
+  if (n == -1) {
+    (void)fprintf(stderr, "hugepool-run: --cuda: no CUDA driver on this node (libcuda.so.1 not found): nothing to "
+                          "register\n");
     return;
   }
-  cu_init_fn init;
-  cu_count_fn count;
-  void *a = dlsym(cuda, "cuInit"), *b = dlsym(cuda, "cuDeviceGetCount");
-  memcpy(&init, &a, sizeof(init));
-  memcpy(&count, &b, sizeof(count));
-  int n = 0, rc = a && b ? init(0) : -1;
-  if (rc == 0) rc = count(&n);
-  if (rc != 0 || n == 0)
+  if (n <= 0)
     (void)fprintf(stderr, "hugepool-run: --cuda: the CUDA driver finds no device (%s %d): nothing to register\n",
-                  rc != 0 ? "CUresult" : "devices", rc != 0 ? rc : n);
-  (void)dlclose(cuda);
+                  n < 0 ? "CUresult" : "devices", n < 0 ? rc : 0);
 }
 
 /* The CUDA interposer, preloaded after the interposer only when CUDA is

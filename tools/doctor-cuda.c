@@ -5,32 +5,13 @@
  * does; a hand-made LD_PRELOAD may not).  The driver is loaded in the
  * doctor's process only, never in a program. */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "doctor.h"
 #include "doctor-util.h"
 #include "../lib/options.h"
-
-typedef int (*cu_init_fn)(unsigned);
-typedef int (*cu_count_fn)(int *);
-
-/* Devices the driver finds; -1 without a driver, -2 when cuInit fails (*rc). */
-static int cuda_devices(int *rc) {
-  void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!cuda) return -1;
-  void *a = dlsym(cuda, "cuInit"), *b = dlsym(cuda, "cuDeviceGetCount");
-  cu_init_fn init;
-  cu_count_fn count;
-  memcpy(&init, &a, sizeof(init));
-  memcpy(&count, &b, sizeof(count));
-  int n = 0;
-  *rc = a && b ? init(0) : -1;
-  if (*rc == 0) *rc = count(&n);
-  (void)dlclose(cuda);
-  return *rc == 0 ? n : -2;
-}
+#include "../preload/cuda-probe.h"
 
 static void check_preload_list(void) {
   const char *pre = getenv("LD_PRELOAD");
@@ -49,7 +30,7 @@ void dr_check_cuda(void) {
       value == HP_CUDA_OFF)
     return; /* unset, off, or a bad value (the environment section says so) */
   dr_section("cuda", "GPU host registration (HUGEPOOL_CUDA is set)");
-  int rc = 0, n = dr_real_root() ? cuda_devices(&rc) : -1;
+  int rc = 0, n = dr_real_root() ? cuda_probe_devices(&rc) : -1;
   dr_kv_num("devices", n);
   if (n == -1) {
     dr_row("no CUDA driver (libcuda.so.1 cannot be loaded)");

@@ -36,11 +36,8 @@ done
 plugin=$RESERVE_BIN_DIR/hugepool_spank_realpool.so
 [[ -f $plugin ]] || { echo "SKIP: SPANK plugin not built (libslurm-dev missing?)" >&2; exit 77; }
 K=8
-real_pool_setup <<CONF
-max_pages 64
-max_fraction 0.5
-min_free_mb 1024
-group nogroup
+real_pool_setup - <<CONF
+$(real_pool_conf)
 require_job yes
 CONF
 cg_v2=$(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") break; if ($(i + 1) == "cgroup2" && $4 == "/") { print $5; exit } }' /proc/self/mountinfo)
@@ -91,40 +88,12 @@ n0=$tag-n0 n1=$tag-n1
 a0=$(cut -d, -f1 <<<"$BED_HOSTS") a1=$(cut -d, -f2 <<<"$BED_HOSTS")
 # Every daemon listens on its own node's address: the usual ports, nothing on
 # the host's.
-cat >"$T/slurm.conf" <<EOF2
-ClusterName=hugepoolbed
-SlurmctldHost=$n0($a0)
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket=$T/munge.sock
-CredType=cred/munge
-StateSaveLocation=$T/ctld-state
-SlurmdSpoolDir=$T/spool-%n
-SlurmctldPidFile=$T/slurmctld.pid
-SlurmdPidFile=$T/slurmd-%n.pid
-SlurmctldLogFile=$T/slurmctld.log
-SlurmdLogFile=$T/slurmd-%n.log
-SlurmdDebug=debug
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-PrologFlags=Alloc
-PlugStackConfig=$T/plugstack.conf
-SchedulerType=sched/builtin
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-ReturnToService=2
-MpiDefault=none
-JobCompType=jobcomp/none
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
+slurm_conf_write "$T" ClusterName=hugepoolbed "SlurmctldHost=$n0($a0)" <<EOF2
 NodeName=$n0 NodeAddr=$a0 CPUs=1 RealMemory=500 State=UNKNOWN
 NodeName=$n1 NodeAddr=$a1 CPUs=1 RealMemory=500 State=UNKNOWN
 PartitionName=bed Nodes=$n0,$n1 Default=YES MaxTime=INFINITE State=UP
 EOF2
-chmod 0644 "$T/slurm.conf" "$T/plugstack.conf"
-mkdir -p "$T/ctld-state"
-export SLURM_CONF=$T/slurm.conf
+chmod 0644 "$T/plugstack.conf"
 logs() { tail -n 20 "$T"/slurmctld.log "$T"/slurmd-*.log "$T"/*.out 2>/dev/null; }
 on_node() { "$BED_EXEC" "$@"; }
 

@@ -3,12 +3,11 @@
 # the real pool, a real single-node Slurm, and the job scenarios both run
 # (sourced after lib.sh, not run).
 conf() { # extra config lines on stdin
-  { printf 'max_pages 64\nmax_fraction 0.5\nmin_free_mb 1024\ngroup nogroup\nrequire_job yes\ndefault_job_pages 0\n'; cat; } \
-    >"$REAL/etc/hugepool/reserve.conf.new"
+  { real_pool_conf; printf 'require_job yes\ndefault_job_pages 0\n'; cat; } >"$REAL/etc/hugepool/reserve.conf.new"
   chmod 0644 "$REAL/etc/hugepool/reserve.conf.new"
   mv "$REAL/etc/hugepool/reserve.conf.new" "$REAL/etc/hugepool/reserve.conf"
 }
-real_pool_setup </dev/null
+real_pool_setup - </dev/null
 conf </dev/null
 SLURM_PARTITION_EXTRA=OverSubscribe=FORCE:4 # three jobs at once on a 2-CPU node
 source "$(dirname "$0")/slurm_lib.sh"

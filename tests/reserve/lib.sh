@@ -165,9 +165,13 @@ node0=/sys/devices/system/node/node0/hugepages/hugepages-2048kB
 real_nr() { cat "$sys/nr_hugepages"; }
 meminfo() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
 spare() { echo $(($(cat "$sys/free_hugepages") - $(cat "$sys/resv_hugepages"))); }
-# Takes the machine-wide pool lock (tests/pool/pool-lock.sh: it remembers
-# and restores the pool), remembers the sysfs modes and restores them on
-# exit, installs the helper with the config read from stdin.
+# The helper's config in the real-pool tests unless one brings its own:
+# 64 pages a grant at most, half the pool, 1 GB of memory kept free.
+real_pool_conf() { printf 'max_pages 64\nmax_fraction 0.5\nmin_free_mb 1024\ngroup nogroup\n'; }
+# real_pool_setup [-]: takes the machine-wide pool lock
+# (tests/pool/pool-lock.sh: it remembers and restores the pool), remembers
+# the sysfs modes and restores them on exit, installs the helper with
+# real_pool_conf's config, or with `-` the config read from stdin.
 source "$(dirname "${BASH_SOURCE[0]}")/../pool/pool-lock.sh"
 real_pool_setup() {
   pool_hold
@@ -185,7 +189,7 @@ real_pool_setup() {
   mkdir -m 0755 "$REAL"
   mkdir -p "$REAL/etc/hugepool"
   on_exit "rm -rf '$REAL'; rmdir '$RESERVE_TEST_DIR' 2>/dev/null"
-  cat >"$REAL/etc/hugepool/reserve.conf"
+  if [[ ${1:-} == - ]]; then cat; else real_pool_conf; fi >"$REAL/etc/hugepool/reserve.conf"
   make_inst_dir
   bash "$RESERVE_SRC/install.sh" --bin "$RESERVE_BIN_DIR/hugepool-reserve-realpool" --prefix "$INST" \
     --conf "$REAL/etc/hugepool/reserve.conf" --state-dir "$REAL/var/lib/hugepool" \
@@ -200,6 +204,51 @@ _real_pool_restore() {
     chmod "${m[0]}" "${_files[i]}"
   done
   pool_release
+}
+
+# --- the test Slurms: slurm_lib.sh (one node on 127.0.0.1), tests/cluster/slurm.sh (the bed's nodes) ---
+# slurm_conf_write DIR HEAD...: DIR/slurm.conf, written here alone: the lines
+# HEAD (cluster name, controller host, ports), then what every test Slurm
+# shares (root daemons, munge on DIR/munge.sock, the SPANK plugins of
+# DIR/plugstack.conf, the prolog at allocation, no accounting; its files in
+# DIR, a slurmd's named by its node, %n), then its nodes and partitions from
+# stdin.  Makes DIR/state and exports SLURM_CONF.
+slurm_conf_write() {
+  local dir=$1
+  shift
+  {
+    printf '%s\n' "$@"
+    cat <<EOF
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$dir/munge.sock
+CredType=cred/munge
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool-%n
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd-%n.pid
+SlurmctldLogFile=$dir/slurmctld.log
+SlurmdLogFile=$dir/slurmd-%n.log
+SlurmdDebug=debug
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+PrologFlags=Alloc
+PlugStackConfig=$dir/plugstack.conf
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+MpiDefault=none
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+EOF
+    cat
+  } >"$dir/slurm.conf"
+  chmod 0644 "$dir/slurm.conf"
+  mkdir -p "$dir/state"
+  export SLURM_CONF=$dir/slurm.conf
 }
 
 # --- hugetlb cgroups (cgroup.c) and the job limits (limits.c) ---

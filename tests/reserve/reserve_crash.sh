@@ -18,12 +18,7 @@ command -v strace >/dev/null || {
   echo "SKIP: strace is not installed (.ci/deps)"
   exit 77
 }
-real_pool_setup <<CONF
-max_pages 64
-max_fraction 0.5
-min_free_mb 1024
-group nogroup
-CONF
+real_pool_setup
 TABLE=$REAL/var/lib/hugepool/grants
 P=4 # pages per grant
 runs=0 kills=0 checks=0 finished=0

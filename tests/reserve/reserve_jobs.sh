@@ -9,7 +9,7 @@
 # that drifted above the grants is lowered.  After every operation the kernel's
 # limit files are checked against the grant table (limits_within_grants).
 source "$(dirname "$0")/lib.sh"
-real_pool_setup <<CONF
+real_pool_setup - <<CONF
 max_pages 10
 max_fraction 0.5
 min_free_mb 1024

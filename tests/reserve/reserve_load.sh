@@ -21,7 +21,7 @@
 source "$(dirname "$0")/lib.sh"
 SECONDS_RUN=${RESERVE_LOAD_SECONDS:-60}
 MAX=32
-real_pool_setup <<CONF
+real_pool_setup - <<CONF
 max_pages $MAX
 max_fraction 0.5
 min_free_mb 1024

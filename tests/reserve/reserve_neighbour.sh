@@ -18,12 +18,7 @@
 #     map what it was granted.
 # Holds the machine-wide pool lock for its whole run.
 source "$(dirname "$0")/lib.sh"
-real_pool_setup <<CONF
-max_pages 64
-max_fraction 0.5
-min_free_mb 1024
-group nogroup
-CONF
+real_pool_setup
 cp "$RESERVE_TOOLS/hugetlb_neighbour" "$INST/tools/"
 chmod a+rx "$INST/tools/hugetlb_neighbour"
 BOUND=20

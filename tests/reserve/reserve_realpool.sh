@@ -5,12 +5,7 @@
 # pages in use, and the pool ends as it started.  Holds the machine-wide pool
 # lock for its whole run.
 source "$(dirname "$0")/lib.sh"
-real_pool_setup <<CONF
-max_pages 64
-max_fraction 0.5
-min_free_mb 1024
-group nogroup
-CONF
+real_pool_setup
 expect_eq "$(stat -c '%a %G' "$sys/nr_hugepages")" "664 hugepool" "install: sysfs file writable by the helper's group"
 grep -q "^z /sys/kernel/mm/hugepages/hugepages-\*/nr_hugepages 0664 root hugepool -$" "$INST/tmpfiles/hugepool.conf" ||
   fail "tmpfiles rule missing"

@@ -16,12 +16,7 @@
 # and after each, the victim maps the rest of its grant (2 pages).
 # Holds the machine-wide pool lock for its whole run.
 source "$(dirname "$0")/lib.sh"
-real_pool_setup <<CONF
-max_pages 64
-max_fraction 0.5
-min_free_mb 1024
-group nogroup
-CONF
+real_pool_setup
 cp "$RESERVE_TOOLS/hugetlb_share" "$INST/tools/"
 chmod a+rx "$INST/tools/hugetlb_share"
 VICTIM=(setpriv --reuid=4242 --regid=65534 --clear-groups)

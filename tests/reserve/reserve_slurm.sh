@@ -5,11 +5,8 @@
 # end).  The job's user is nobody; the plugin's root-side prolog grants the
 # pages, the job sees them, the epilog gives them back.
 source "$(dirname "$0")/lib.sh"
-real_pool_setup <<CONF
-max_pages 64
-max_fraction 0.5
-min_free_mb 1024
-group nogroup
+real_pool_setup - <<CONF
+$(real_pool_conf)
 require_job yes
 CONF
 

@@ -19,12 +19,7 @@ if [[ ${RESERVE_SLURM_CRASH:-0} != 1 ]]; then
   echo "SKIP: a 5-minute run on the pool lock; set RESERVE_SLURM_CRASH=1"
   exit 77
 fi
-real_pool_setup <<CONF
-max_pages 64
-max_fraction 0.5
-min_free_mb 1024
-group nogroup
-CONF
+real_pool_setup
 source "$(dirname "$0")/slurm_lib.sh"
 LOCK=$REAL/var/lib/hugepool/lock
 TABLE=$REAL/var/lib/hugepool/grants

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The Slurm plugin's job prolog and job epilog killed (SIGKILL) inside a
 # real slurmd (slurm_lib.sh) at each of their system calls on the helper's
-# state, the pool, the job registry and the job cgroups: strace, attached
-# to slurmd and following the processes it starts, traces only calls on
-# those files (-P) and kills the process at the Nth call of one
+# state and the pool (RESERVE_SLURM_CRASH=1: also the job registry and the
+# job cgroups, 136 jobs, ~15 minutes): strace, attached to slurmd and
+# following the processes it starts, traces only calls on those files (-P)
+# and kills the process at the Nth call of one
 # name (counted per process), one job per call of a reference trace.  A job
 # of nobody with --hugepages=6 each time.  After each kill, from the kernel's
 # view (sysfs) and the table on disk:
@@ -23,12 +24,7 @@ command -v strace >/dev/null || {
   echo "SKIP: strace is not installed (.ci/deps)"
   exit 77
 }
-real_pool_setup <<CONF
-max_pages 64
-max_fraction 0.5
-min_free_mb 1024
-group nogroup
-CONF
+real_pool_setup
 source "$(dirname "$0")/slurm_lib.sh"
 LOCK=$REAL/var/lib/hugepool/lock
 TABLE=$REAL/var/lib/hugepool/grants
@@ -56,11 +52,11 @@ job_end() {
 }
 
 # strace on slurmd and what it starts from now on: only calls on the lock,
-# the table, the pool, the job registry and the next job's entries in it,
-# and the job cgroups' directory and the next job's cgroup (calls on a
-# descriptor or relative to a directory descriptor count as calls on its
-# file).  The job ids differ from job to job, the calls' names and counts
-# do not.
+# the table and the pool; with RESERVE_SLURM_CRASH=1 also on the job
+# registry and the job's entries in it, the job cgroups' directory and the
+# job's cgroup (calls on a descriptor or relative to a directory descriptor
+# count as calls on its file).  The job ids differ from job to job, the
+# calls' names and counts do not.
 next_job() {
   local job
   job=$(scontrol show config | awk '$1 == "NEXT_JOB_ID" { print $3 }')
@@ -69,8 +65,9 @@ next_job() {
 }
 paths() { # job
   local job=$1 jobs=$REAL/run/hugepool/jobs
-  echo -P "$LOCK" -P "$TABLE" -P "$sys/nr_hugepages" -P "$node0/nr_hugepages" -P "$jobs" -P "$jobs/$job" \
-    -P "$jobs/$job.failed" -P "$jobs/$job.iso" -P "$jobs/$job.kept"
+  echo -P "$LOCK" -P "$TABLE" -P "$sys/nr_hugepages" -P "$node0/nr_hugepages"
+  [[ ${RESERVE_SLURM_CRASH:-0} == 1 ]] || return 0
+  echo -P "$jobs" -P "$jobs/$job" -P "$jobs/$job.failed" -P "$jobs/$job.iso" -P "$jobs/$job.kept"
   [[ -z $cg_mnt ]] || echo -P "$cg_mnt/hugepool" -P "$cg_mnt/hugepool/job_$job"
 }
 tracer=

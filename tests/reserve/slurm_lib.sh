@@ -28,7 +28,6 @@ if [[ ! -e /dev/log ]]; then
   on_exit "kill $listen_pid; wait $listen_pid; rm -f /dev/log"
   read -r -t 10 ready <&"${LISTEN[0]}" && [[ $ready == ready ]] || fail "log listener did not start"
 fi
-mkdir -p "$T/state" "$T/spool"
 host=$(hostname -s)
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; } # nothing listening
 for _ in $(seq 50); do
@@ -50,46 +49,18 @@ install -m 0755 "$plugin" "$T/hugepool_spank.so" # where srun, run by nobody, ca
 cat >"$T/plugstack.conf" <<EOF2
 required $T/hugepool_spank.so
 EOF2
-cat >"$T/slurm.conf" <<EOF2
-ClusterName=hugepooltest
-SlurmctldHost=$host(127.0.0.1)
-SlurmctldPort=$port
-SlurmdPort=$((port + 1))
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket=$T/munge.sock
-CredType=cred/munge
-StateSaveLocation=$T/state
-SlurmdSpoolDir=$T/spool
-SlurmctldPidFile=$T/slurmctld.pid
-SlurmdPidFile=$T/slurmd.pid
-SlurmctldLogFile=$T/slurmctld.log
-SlurmdLogFile=$T/slurmd.log
-SlurmdDebug=debug
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-PrologFlags=Alloc
-PlugStackConfig=$T/plugstack.conf
-SchedulerType=sched/builtin
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-ReturnToService=2
-MpiDefault=none
-JobCompType=jobcomp/none
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
+slurm_conf_write "$T" ClusterName=hugepooltest "SlurmctldHost=$host(127.0.0.1)" SlurmctldPort=$port \
+  SlurmdPort=$((port + 1)) <<EOF2
 NodeName=$host NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP ${SLURM_PARTITION_EXTRA:-}
 EOF2
-chmod 0644 "$T/slurm.conf" "$T/plugstack.conf"
-export SLURM_CONF=$T/slurm.conf
+chmod 0644 "$T/plugstack.conf"
 
 # (9>&-: the daemons and their children must not inherit the pool lock)
 slurmctld -D -i -f "$SLURM_CONF" >"$T/slurmctld.out" 2>&1 9>&- &
 ctld=$!
 on_exit "kill $ctld 2>/dev/null; wait $ctld 2>/dev/null"
-logs() { tail -n 30 "$T"/slurmctld.log "$T"/slurmd.log "$T"/*.out 2>/dev/null; }
+logs() { tail -n 30 "$T"/slurmctld.log "$T"/slurmd-*.log "$T"/*.out 2>/dev/null; }
 wait_idle() {
   state=
   for _ in $(seq 60); do
