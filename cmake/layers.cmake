@@ -25,6 +25,10 @@
 #     OS layer goes through libc for the sanitizer to see every call.  The
 #     preload's objects (PRELOAD_OBJECTS) reference none of those calls
 #     either: they reach the kernel through lib/os.h.
+#  8. the OS layer chooses its road to the kernel in writing: every plain
+#     munmap, mremap or mmap call in lib/os*.c (libc's, which registration
+#     caches hook: os-kernel.h) has a "libc:" comment on its line or in the
+#     six lines above; everything else goes through sys_*.
 # A quoted include naming a file of lib/ counts, with or without a path.
 #   cmake -DROOT=<source dir> [-DNM=nm -DOBJECTS=<a.o|b.o|...> -DSANITIZE=...] -P layers.cmake
 cmake_minimum_required(VERSION 3.25)
@@ -209,6 +213,42 @@ if(OBJECTS)
     endforeach()
   endforeach()
 endif()
+
+# Rule 8, the OS layer's two roads to the kernel (os-kernel.h): a call that
+# takes pages away from a range (munmap, mremap, mmap MAP_FIXED) goes
+# through libc, where registration caches hook it, and says so where it is
+# made; everything else goes through sys_*.  So every plain munmap( mremap(
+# mmap( call in lib/os*.c carries a "libc:" comment on its line or in the
+# six lines above it: a new call must choose its road in writing.
+file(GLOB os_sources ${ROOT}/lib/os.c ${ROOT}/lib/os-*.c)
+foreach(source IN LISTS os_sources)
+  file(READ ${source} text)
+  string(REPLACE ";" "<semicolon>" text "${text}") # one list element per line
+  string(REPLACE "[" "<bracket>" text "${text}") # (brackets would hold list elements together)
+  string(REPLACE "]" "<rbracket>" text "${text}")
+  string(REPLACE "\\" "<backslash>" text "${text}")
+  string(REPLACE "\n" ";" lines "${text}")
+  get_filename_component(name ${source} NAME)
+  set(recent "")
+  set(n 0)
+  foreach(line IN LISTS lines)
+    math(EXPR n "${n} + 1")
+    string(REGEX MATCH "^[ \t]*(/\\*|\\*)" in_comment "${line}")
+    string(REGEX MATCH "(^|[^_a-z])(munmap|mremap|mmap)\\(" call "${line}")
+    if(call AND NOT in_comment AND NOT line MATCHES "os_report\\(")
+      set(window "${recent}\n${line}")
+      string(STRIP "${call}" call)
+      if(NOT window MATCHES "libc:")
+        list(APPEND problems "lib/${name}:${n}: ${call}) without a \"libc:\" comment: say why this call goes through libc (os-kernel.h), or use sys_*")
+      endif()
+    endif()
+    list(APPEND recent "${line}")
+    list(LENGTH recent len)
+    if(len GREATER 6)
+      list(REMOVE_AT recent 0)
+    endif()
+  endforeach()
+endforeach()
 
 # Rule 7 for the preload's objects too (preload/): its own madvise and
 # mprotect calls, before it found libc's and for jemalloc's metadata, go

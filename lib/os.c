@@ -78,8 +78,9 @@ void *os_map_anon(size_t size, size_t align, bool want_thp) {
 }
 
 void os_unmap(void *addr, size_t size) {
-  /* Always libc's munmap (never a raw syscall): MPI registration caches
-   * (UCX, libfabric) hook it to learn that the range is gone.  Every block
+  /* libc: seen by registration hooks.  Always libc's munmap (never a raw
+   * syscall): MPI registration caches (UCX, libfabric) hook it to learn
+   * that the range is gone.  Every block
    * the core gives back comes here through release_now() (release.c). */
   if (munmap(addr, size) != 0) {
     os_report("munmap(%p, %zu) failed: %s", addr, size, strerror(errno));
