@@ -4,7 +4,8 @@
  * sysfs.c      reads the kernel: pool files, meminfo, /proc/<pid>/status
  * usage.c      what users' processes hold of the pool (each page once)
  * usage-files.c  the hugetlb memfds a caller's processes hold open
- * state.c      the lock, the grant table and its intent record, the job registry
+ * state.c      the lock, the grant table, the job registry
+ * intent.c     the intent record, and settling one a killed helper left
  * audit.c      the audit log (calls nothing else here)
  * config.c     loading the site config (parse.c parses it)
  * authorize.c  who may ask
@@ -160,7 +161,11 @@ struct settled {
   unsigned long long now;     /* nr_hugepages at the end */
   unsigned long long charged; /* pages charged to the intent's user */
 };
-int state_intent_settle(struct state *s, struct settled *out);
+/* intent.c: settles the table's intent, charging what the pool holds for it. */
+int intent_settle(struct state *s, struct settled *out);
+/* intent.c: an intent found by a locked call (its helper was killed): the
+ * shrink of a release finished, then settled and audited.  0, or -1 with errno. */
+int intent_reconcile(const struct reserve_caller *who, struct state *s);
 /* The jobs of uid in the root-owned registry, but except_job: how many (-1
  * with E2BIG when more than cap; -1 with errno when the registry or one of
  * its entries cannot be read: never "no jobs"). */

@@ -192,7 +192,7 @@ static int grant_grow(const struct reserve_caller *who, const struct reserve_req
     return RESERVE_FAIL;
   }
   (void)sysfs_pool_write_nr(rq->node, rq->size_kb, p->st.nr + p->delta); /* a short or failed write: settled below */
-  if (state_intent_settle(s, &r) != 0) {
+  if (intent_settle(s, &r) != 0) {
     e = errno;
     (void)sysfs_pool_write_nr(rq->node, rq->size_kb, p->st.nr); /* the intent stays: the next call settles the rest */
     snprintf(msg, msglen, "cannot record the grant (%s); pool restored", strerror(e));

@@ -136,7 +136,8 @@ static unsigned long long shrink_pool(const struct reserve_grants *gs, const str
  * remaining grant is promised like everyone else's.  Returns how many went
  * (0 when /proc or the pool cannot be read: fail closed, they are charged
  * back instead). */
-unsigned long long release_finish(const struct reserve_grants *gs, int node, unsigned size_kb, unsigned long long want) {
+unsigned long long release_finish(const struct reserve_grants *gs, int node, unsigned size_kb,
+                                  unsigned long long want) {
   const uid_t nobody_caller = (uid_t)-1;
   struct usage *u = calloc(1, sizeof *u);
   unsigned long long room, before, after, went = 0;
