@@ -171,7 +171,8 @@ real_pool_conf() { printf 'max_pages 64\nmax_fraction 0.5\nmin_free_mb 1024\ngro
 # real_pool_setup [-]: takes the machine-wide pool lock
 # (tests/pool/pool-lock.sh: it remembers and restores the pool), remembers
 # the sysfs modes and restores them on exit, installs the helper with
-# real_pool_conf's config, or with `-` the config read from stdin.
+# real_pool_conf's config, or with `-` the config read from stdin; sets
+# HELPER, TABLE and LOCK.
 source "$(dirname "${BASH_SOURCE[0]}")/../pool/pool-lock.sh"
 real_pool_setup() {
   pool_hold
@@ -195,6 +196,16 @@ real_pool_setup() {
     --conf "$REAL/etc/hugepool/reserve.conf" --state-dir "$REAL/var/lib/hugepool" \
     --jobs-dir "$REAL/run/hugepool/jobs" --sysfs-root / --tmpfiles-dir "$INST/tmpfiles" >/dev/null
   HELPER=$INST/bin/hugepool-reserve
+  TABLE=$REAL/var/lib/hugepool/grants
+  LOCK=$REAL/var/lib/hugepool/lock
+}
+# The pages the real pool's table charges to nobody (uid 65534), and the
+# pages the pool holds for an unsettled intent in it: a grant's pages that
+# came, a release's pages that did not go yet.
+real_charged() { awk '$1 == 65534 { s += $4 } END { print s + 0 }' "$TABLE"; }
+real_pending() {
+  awk -v nr="$(real_nr)" '$1 == "intent" { d = nr - $5; if (d < 0) d = 0; if (d > $6) d = $6; p += d }
+    $1 == "release" { d = $5 - nr; if (d < 0) d = 0; if (d > $6) d = $6; p += $6 - d } END { print p + 0 }' "$TABLE"
 }
 _real_pool_restore() {
   local i m

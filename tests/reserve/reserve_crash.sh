@@ -19,21 +19,12 @@ command -v strace >/dev/null || {
   exit 77
 }
 real_pool_setup
-TABLE=$REAL/var/lib/hugepool/grants
 P=4 # pages per grant
 runs=0 kills=0 checks=0 finished=0
 
 check() { # what got want
   checks=$((checks + 1))
   [[ $2 == "$3" ]] || fail "$1: expected '$3', got '$2' (table: $(tr '\n' '|' <"$TABLE"))"
-}
-# nobody's grant of 2 MB pages on any node, as the table on disk says.
-charged() { awk '$1 == 65534 && $2 == "any" && $3 == 2048 { p = $4 } END { print p + 0 }' "$TABLE"; }
-# Pages the pool holds for an unsettled intent: a grant's pages that came,
-# a release's pages that did not go yet.
-pending() {
-  awk -v nr="$(real_nr)" '$1 == "intent" { d = nr - $5; if (d < 0) d = 0; if (d > $6) d = $6; p += d }
-    $1 == "release" { d = $5 - nr; if (d < 0) d = 0; if (d > $6) d = $6; p += $6 - d } END { print p + 0 }' "$TABLE"
 }
 
 # How the helper runs: as nobody (the setgid helper), or as the Slurm epilog
@@ -67,7 +58,7 @@ killed_run() { # name ordinal helper-args...
 after_kill() { # where
   local nr
   nr=$(real_nr)
-  check "$1: pool gained = charged + pending intent" $((nr - base)) $(($(charged) + $(pending)))
+  check "$1: pool gained = charged + pending intent" $((nr - base)) $(($(real_charged) + $(real_pending)))
   check "$1: meminfo agrees with sysfs" "$(meminfo HugePages_Total)" "$nr"
   # The next call that takes the lock settles the intent, whoever makes it:
   # here root, holding nothing.  A killed release's shrink is finished (the
@@ -76,17 +67,17 @@ after_kill() { # where
   release_left=$(grep -c '^release ' "$TABLE" || true)
   "$HELPER" --release >/dev/null 2>&1 || true
   check "$1: the next call leaves no intent, pool = base + charged" \
-    "$(grep -Ec '^(intent|release) ' "$TABLE")/$(($(real_nr) - base))" "0/$(charged)"
+    "$(grep -Ec '^(intent|release) ' "$TABLE")/$(($(real_nr) - base))" "0/$(real_charged)"
   if ((release_left > 0)); then
     finished=$((finished + 1))
-    check "$1: the next call finished the killed release's shrink" "$(real_nr)/$(charged)" "$base/0"
+    check "$1: the next call finished the killed release's shrink" "$(real_nr)/$(real_charged)" "$base/0"
   fi
   as_nobody $P
   check "$1: the next grant settles and succeeds ($ERR)" "$RC" 0
-  check "$1: pool = base + grant, charged once" "$(real_nr)/$(charged)" "$((base + P))/$P"
+  check "$1: pool = base + grant, charged once" "$(real_nr)/$(real_charged)" "$((base + P))/$P"
   as_nobody --release
   check "$1: the release after it succeeds ($ERR)" "$RC" 0
-  check "$1: pool back at its base, nothing charged, no intent" "$(real_nr)/$(charged)/$(grep -c . "$TABLE")" \
+  check "$1: pool back at its base, nothing charged, no intent" "$(real_nr)/$(real_charged)/$(grep -c . "$TABLE")" \
     "$base/0/2"
 }
 
@@ -95,7 +86,7 @@ as_nobody --release
 check "reference release" "$RC/$(real_nr)" "0/$base"
 as_nobody $P
 mapfile -t release_points < <(trace_points --release)
-check "reference traces" "$(real_nr)/$(charged)" "$base/0"
+check "reference traces" "$(real_nr)/$(real_charged)" "$base/0"
 ((${#grant_points[@]} > 20 && ${#release_points[@]} > 20)) ||
   fail "reference traces too short: ${#grant_points[@]} / ${#release_points[@]} calls"
 
@@ -120,7 +111,7 @@ pass "release killed at each of its ${#release_points[@]} system calls ($((kills
 as_epilog
 as_nobody $P
 mapfile -t epilog_points < <(trace_points --release)
-check "reference epilog trace" "$(real_nr)/$(charged)" "$base/0"
+check "reference epilog trace" "$(real_nr)/$(real_charged)" "$base/0"
 before=$kills
 for pt in "${epilog_points[@]}"; do
   read -r name ord <<<"$pt"

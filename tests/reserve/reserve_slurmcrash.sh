@@ -21,15 +21,7 @@ if [[ ${RESERVE_SLURM_CRASH:-0} != 1 ]]; then
 fi
 real_pool_setup
 source "$(dirname "$0")/slurm_lib.sh"
-LOCK=$REAL/var/lib/hugepool/lock
-TABLE=$REAL/var/lib/hugepool/grants
-charged() { awk '$1 == 65534 { s += $4 } END { print s + 0 }' "$TABLE"; }
 
-job_bg() { # seconds: a job of nobody with --hugepages=6, in the background
-  (cd /tmp && setpriv --reuid=65534 --regid=65534 --clear-groups env SLURM_CONF="$SLURM_CONF" \
-    timeout 120 srun -N1 -n1 --hugepages=6 sleep "$1" >"$T/job.out" 2>&1) &
-  job=$!
-}
 # The processes with the helper's lock file open, but the one holding it here.
 lock_waiters() {
   local f p
@@ -59,10 +51,6 @@ $(logs)"
   kill -KILL "${pids[@]}"
   pass "$1 killed while it waited for the lock (pid ${pids[*]}: $(tr '\0' ' ' <"/proc/${pids[0]}/cmdline" 2>/dev/null || echo gone))"
 }
-resume() {
-  scontrol update nodename="$host" state=resume 2>/dev/null || true
-  wait_idle
-}
 
 # --- 1. slurmd killed mid-job and started again ---
 job_bg 8
@@ -77,7 +65,7 @@ wait "$job" || true
 wait_nr "$base" || fail "after slurmd's restart the epilog did not give the pages back: pool $(real_nr)
 $(logs)"
 pass "the job's epilog ran after the restart: the pool is back at $base"
-expect_eq "$(charged)/$(ls -A "$REAL/run/hugepool/jobs" | wc -l)/$(cg_jobs | wc -l)" "0/0/0" \
+expect_eq "$(real_charged)/$(ls -A "$REAL/run/hugepool/jobs" | wc -l)/$(cg_jobs | wc -l)" "0/0/0" \
   "nothing charged, no registry entry, no job cgroup left"
 wait_idle
 
@@ -90,7 +78,7 @@ sleep 2
 scancel --user=nobody 2>/dev/null || true
 kill "$job" 2>/dev/null || true
 wait "$job" 2>/dev/null || true
-expect_eq "$(real_nr)/$(charged)" "$base/0" "nothing granted, nothing charged"
+expect_eq "$(real_nr)/$(real_charged)" "$base/0" "nothing granted, nothing charged"
 if grep -q '^\(intent\|release\) ' "$TABLE"; then fail "an intent was left: $(cat "$TABLE")"; fi
 resume
 pass "the node resumed after the killed prolog"
@@ -104,10 +92,10 @@ wait "$job" || true
 kill_waiter "the job epilog"
 release_lock
 sleep 1
-expect_eq "$(real_nr)/$(charged)" "$((base + 6))/6" "the 6 pages stay charged to the user: nothing lost"
+expect_eq "$(real_nr)/$(real_charged)" "$((base + 6))/6" "the 6 pages stay charged to the user: nothing lost"
 resume
 for j in "$REAL"/run/hugepool/jobs/*; do [[ -e $j ]] && rm -f "$j"; done # the administrator's clean-up
 for d in $(cg_jobs); do rmdir "$d"; done
 as_nobody --release
-expect_eq "$RC/$(real_nr)/$(charged)" "0/$base/0" "the user's release gives them back: the pool is at its base"
+expect_eq "$RC/$(real_nr)/$(real_charged)" "0/$base/0" "the user's release gives them back: the pool is at its base"
 echo "figures: slurmd_kills=1 prolog_kills=1 epilog_kills=1 pages_lost=$(($(real_nr) - base))"

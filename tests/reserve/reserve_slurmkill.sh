@@ -26,13 +26,6 @@ command -v strace >/dev/null || {
 }
 real_pool_setup
 source "$(dirname "$0")/slurm_lib.sh"
-LOCK=$REAL/var/lib/hugepool/lock
-TABLE=$REAL/var/lib/hugepool/grants
-charged() { awk '$1 == 65534 { s += $4 } END { print s + 0 }' "$TABLE"; }
-pending() { # pages the pool holds for an unsettled intent (reserve_crash.sh)
-  awk -v nr="$(real_nr)" '$1 == "intent" { d = nr - $5; if (d < 0) d = 0; if (d > $6) d = $6; p += d }
-    $1 == "release" { d = $5 - nr; if (d < 0) d = 0; if (d > $6) d = $6; p += $6 - d } END { print p + 0 }' "$TABLE"
-}
 runs=0 kills=0 checks=0
 check() { # what got want
   checks=$((checks + 1))
@@ -40,11 +33,6 @@ check() { # what got want
 $(logs)"
 }
 
-job_bg() { # seconds: a job of nobody with --hugepages=6, in the background
-  (cd /tmp && setpriv --reuid=65534 --regid=65534 --clear-groups env SLURM_CONF="$SLURM_CONF" \
-    timeout 60 srun -N1 -n1 --hugepages=6 sleep "$1" >"$T/job.out" 2>&1) &
-  job=$!
-}
 job_end() {
   scancel --user=nobody 2>/dev/null || true
   kill "$job" 2>/dev/null || true
@@ -114,10 +102,6 @@ lock_open() {
   done
   return 1
 }
-resume() {
-  scontrol update nodename="$host" state=resume 2>/dev/null || true
-  wait_idle
-}
 
 # After a kill: every page accounted for; root's no-op call settles the
 # intent; the administrator's clean-up; the user's release; back at base.
@@ -125,15 +109,15 @@ after_kill() { # where
   job_end
   # (an epilog that Slurm still runs for the job finishes first)
   for _ in $(seq 50); do lock_open || break; sleep 0.2; done
-  check "$1: pool gained = charged + pending intent" $(($(real_nr) - base)) $(($(charged) + $(pending)))
+  check "$1: pool gained = charged + pending intent" $(($(real_nr) - base)) $(($(real_charged) + $(real_pending)))
   "$HELPER" --release >/dev/null 2>&1 || true
   check "$1: root's next call leaves no intent, pool = base + charged" \
-    "$(grep -Ec '^(intent|release) ' "$TABLE")/$(($(real_nr) - base))" "0/$(charged)"
+    "$(grep -Ec '^(intent|release) ' "$TABLE")/$(($(real_nr) - base))" "0/$(real_charged)"
   resume
   for j in "$REAL"/run/hugepool/jobs/*; do [[ -e $j ]] && rm -f "$j"; done
   for d in $(cg_jobs); do rmdir "$d" 2>/dev/null || true; done
   as_nobody --release
-  check "$1: the user's release brings the pool back to its base ($ERR)" "$(real_nr)/$(charged)" "$base/0"
+  check "$1: the user's release brings the pool back to its base ($ERR)" "$(real_nr)/$(real_charged)" "$base/0"
 }
 
 # --- the reference: one job, its prolog's and its epilog's calls ---

@@ -98,3 +98,12 @@ wait_nr() { # expected: the epilog runs after the job has ended
   for _ in $(seq 60); do [[ $(real_nr) == "$1" ]] && return 0; sleep 0.5; done
   return 1
 }
+job_bg() { # seconds: a job of nobody with --hugepages=6 in the background (pid: job)
+  (cd /tmp && setpriv --reuid=65534 --regid=65534 --clear-groups env SLURM_CONF="$SLURM_CONF" \
+    timeout 120 srun -N1 -n1 --hugepages=6 sleep "$1" >"$T/job.out" 2>&1) &
+  job=$!
+}
+resume() { # the node back in service after a drain (a killed prolog or epilog)
+  scontrol update nodename="$host" state=resume 2>/dev/null || true
+  wait_idle
+}
