@@ -21,7 +21,7 @@ if(NOT HUGEPOOL_INSTALL_MODULEFILES)
   return()
 endif()
 
-set(_src ${PROJECT_SOURCE_DIR}/packaging/modules)
+set(_src ${CMAKE_CURRENT_LIST_DIR})
 set(_out ${PROJECT_BINARY_DIR}/modulefiles)
 set(HP_MODULE_MPI_HELP "")
 set(HP_MODULE_MPI_LUA "")
