@@ -64,14 +64,14 @@ static struct {
  * shifting back); and a stack of blocks that may have a free slot, checked
  * against the table when popped. */
 typedef struct {
-  uintptr_t base; /* 0: empty */
+  char *base; /* NULL: empty */
   uint32_t used;
 } block_entry;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static block_entry *table;
 static size_t table_cap, table_n; /* capacity a power of two, kept at most half full */
-static uintptr_t *partial;
+static char **partial;
 static size_t partial_n, partial_cap;
 static size_t slot_size; /* the first arena size served; others go to the small heap */
 /* A short pool is asked again at most once a millisecond (a refused block
@@ -82,19 +82,21 @@ static size_t slot_size; /* the first arena size served; others go to the small 
 static long long retry_at;
 static bool blocks_off;
 
-static size_t slot_of(uintptr_t base) { return (size_t)((base / BLOCK) * 0x9E3779B97F4A7C15ULL) & (table_cap - 1); }
+static size_t slot_of(const char *base) {
+  return (size_t)(((uintptr_t)base / BLOCK) * 0x9E3779B97F4A7C15ULL) & (table_cap - 1);
+}
 
-static block_entry *table_find(uintptr_t base) {
+static block_entry *table_find(const char *base) {
   if (table_cap == 0) return NULL;
   for (size_t i = slot_of(base);; i = (i + 1) & (table_cap - 1)) {
     if (table[i].base == base) return &table[i];
-    if (table[i].base == 0) return NULL;
+    if (table[i].base == NULL) return NULL;
   }
 }
 
 static void table_put(block_entry e) {
   size_t i = slot_of(e.base);
-  while (table[i].base != 0) i = (i + 1) & (table_cap - 1);
+  while (table[i].base != NULL) i = (i + 1) & (table_cap - 1);
   table[i] = e;
   table_n++;
 }
@@ -107,7 +109,7 @@ static bool table_room(void) {
   if (fresh == NULL) return false;
   table = fresh, table_cap = cap, table_n = 0;
   for (size_t i = 0; i < old_cap; i++)
-    if (old[i].base != 0) table_put(old[i]);
+    if (old[i].base != NULL) table_put(old[i]);
   __libc_free(old);
   return true;
 }
@@ -115,7 +117,7 @@ static bool table_room(void) {
 /* Removes an entry, shifting back the ones its probe sequence passed. */
 static void table_remove(block_entry *e) {
   size_t hole = (size_t)(e - table);
-  for (size_t i = (hole + 1) & (table_cap - 1); table[i].base != 0; i = (i + 1) & (table_cap - 1)) {
+  for (size_t i = (hole + 1) & (table_cap - 1); table[i].base != NULL; i = (i + 1) & (table_cap - 1)) {
     size_t home = slot_of(table[i].base);
     /* Entry i may fill the hole unless its home lies cyclically in (hole, i]. */
     bool stays = hole <= i ? (hole < home && home <= i) : (hole < home || home <= i);
@@ -124,14 +126,14 @@ static void table_remove(block_entry *e) {
       hole = i;
     }
   }
-  table[hole].base = 0;
+  table[hole].base = NULL;
   table_n--;
 }
 
-static bool partial_push(uintptr_t base) {
+static bool partial_push(char *base) {
   if (partial_n == partial_cap) {
     size_t cap = partial_cap ? partial_cap * 2 : 64;
-    uintptr_t *fresh = __libc_realloc(partial, cap * sizeof(*fresh));
+    char **fresh = __libc_realloc(partial, cap * sizeof(*fresh));
     if (fresh == NULL) return false;
     partial = fresh, partial_cap = cap;
   }
@@ -153,7 +155,7 @@ static void *block_take(void) {
     unsigned slot = (unsigned)__builtin_ctz(~e->used);
     e->used |= 1u << slot;
     if (e->used == all_slots()) partial_n--;
-    return (void *)(e->base + slot * slot_size);
+    return e->base + slot * slot_size;
   }
   if (blocks_off || !table_room()) return NULL;
   long long now = os_coarse_ns();
@@ -168,7 +170,7 @@ static void *block_take(void) {
     blocks_off = true;
     return NULL;
   }
-  uintptr_t base = (uintptr_t)p;
+  char *base = p;
   table_put((block_entry){base, 1});
   /* No memory for the stack: the block's other slots stay unused until a
    * free of this one puts it back. */
@@ -178,15 +180,15 @@ static void *block_take(void) {
 
 /* True if ptr was a slot of a block (now free again). */
 static bool block_give(void *ptr) {
-  uintptr_t base = (uintptr_t)ptr & ~(BLOCK - 1);
+  char *base = (char *)ptr - ((uintptr_t)ptr & (BLOCK - 1));
   block_entry *e = table_find(base);
   if (e == NULL) return false;
-  uint32_t bit = 1u << (((uintptr_t)ptr - base) / slot_size);
+  uint32_t bit = 1u << ((size_t)((char *)ptr - base) / slot_size);
   bool was_full = e->used == all_slots();
   e->used &= ~bit;
   if (e->used == 0) {
     table_remove(e);
-    hugepool_free((void *)base); /* to the core's cache: the next block takes no system call */
+    hugepool_free(base); /* to the core's cache: the next block takes no system call */
   } else if (was_full) {
     (void)partial_push(base); /* no memory: the slot stays unused until its block is freed */
   }
