@@ -217,11 +217,8 @@ static void *large_alloc(size_t size, bool zero, size_t alignment) {
   return zero ? __libc_calloc(1, size) : __libc_malloc(size);
 }
 
-/* A small request the heap could not serve (no chunk: the pool is short):
- * glibc serves it, one line per process, every one counted.  The heap looks
- * at the pool again at most once a millisecond. */
-void hpl_count_small_fallback(void) {
-  atomic_fetch_add_explicit(&ctr.n_small_fallback, 1, memory_order_relaxed);
+/* The small heap's shortage, said once per process (preload.h). */
+void hpl_say_small_shortage(void) {
   if (atomic_load_explicit(&ctr.small_shortage_reported, memory_order_relaxed) ||
       atomic_exchange(&ctr.small_shortage_reported, true) || option_get(HP_OPT_WARN) == 0)
     return;
@@ -235,6 +232,14 @@ void hpl_count_small_fallback(void) {
   if (n > 0) os_write_stderr(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
+/* A small request the heap could not serve (no chunk: the pool is short):
+ * glibc serves it, every one counted.  The heap looks at the pool again at
+ * most once a millisecond. */
+static void count_small_fallback(void) {
+  atomic_fetch_add_explicit(&ctr.n_small_fallback, 1, memory_order_relaxed);
+  hpl_say_small_shortage();
+}
+
 static bool small_heap_takes(size_t size) {
   return atomic_load_explicit(&hpl_small_heap_on, memory_order_relaxed) && size <= HPL_SMALL_MAX && !sh_reentered();
 }
@@ -245,7 +250,7 @@ static void *route(size_t size, bool zero) {
   if (small_heap_takes(size)) {
     void *p = sh_malloc(size, zero);
     if (HPL_LIKELY(p != NULL)) return p;
-    hpl_count_small_fallback();
+    count_small_fallback();
   }
   return zero ? __libc_calloc(1, size) : __libc_malloc(size);
 }
@@ -382,7 +387,7 @@ void *hpl_memalign(size_t alignment, size_t size) {
   if (alignment <= HPL_SMALL_MAX_ALIGN && small_heap_takes(size)) {
     void *p = sh_memalign(alignment, size);
     if (HPL_LIKELY(p != NULL)) return p;
-    hpl_count_small_fallback();
+    count_small_fallback();
   }
   return __libc_memalign(alignment, size); /* free() tells the sources apart */
 }

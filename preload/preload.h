@@ -43,9 +43,10 @@ HPL_HIDDEN void *hpl_realloc(void *ptr, size_t size);
 HPL_HIDDEN void *hpl_memalign(size_t alignment, size_t size);
 HPL_HIDDEN void hpl_free_slow(void *ptr);
 HPL_HIDDEN size_t hpl_usable_size(void *ptr);
-/* A small request (or CPython arena) given to glibc (or CPython's mmap)
- * because the pool is short: counted, and said once per process. */
-HPL_HIDDEN void hpl_count_small_fallback(void);
+/* The small heap's shortage line (a small request given to glibc, or a
+ * CPython arena to CPython's mmap, because the pool is short): said once
+ * per process; each caller counts its own fallbacks. */
+HPL_HIDDEN void hpl_say_small_shortage(void);
 
 /* ---- dlopen.c ------------------------------------------------------------ */
 /* dlopen/dlmopen calls whose RTLD_DEEPBIND was taken off. */

@@ -20,7 +20,7 @@
  * a 1 MiB arena took a chunk of its own and the heap held twice the
  * program's arenas (646 MiB of hugetlb pages for 309 MiB of arenas).  An
  * arena size that is not a power of two from 64 KiB to 1 MiB (no CPython
- * build uses one) goes to the small heap.
+ * build uses one) stays with CPython's own allocator.
  *
  * An arena the pool cannot serve comes from CPython's own allocator (mmap),
  * and each free goes to whichever allocator made the arena, so arenas made
@@ -48,7 +48,6 @@ typedef struct {
 #define BLOCK ((uintptr_t)2 << 20)
 #define SLOT_MIN ((size_t)64 << 10)
 #define SLOT_MAX ((size_t)1 << 20)
-#define PY_POOL_ALIGN ((size_t)16 << 10) /* pymalloc's pool size on 64-bit builds */
 
 static py_arena_allocator cpython_own; /* CPython's mmap allocator, as we found it */
 static atomic_bool on;
@@ -73,7 +72,7 @@ static block_entry *table;
 static size_t table_cap, table_n; /* capacity a power of two, kept at most half full */
 static char **partial;
 static size_t partial_n, partial_cap;
-static size_t slot_size; /* the first arena size served; others go to the small heap */
+static size_t slot_size; /* the first arena size served; others stay CPython's */
 /* A short pool is asked again at most once a millisecond (a refused block
  * costs the core a failed mmap); blocks that are not 2 MB hugetlb pages
  * (HUGEPOOL_PAGE_SIZE=1G: a 1 GB page per block; the thp and small
@@ -211,13 +210,13 @@ static void *arena_alloc(void *ctx, size_t size) {
     p = block_take();
   }
   pthread_mutex_unlock(&lock);
-  if (p == NULL && !blockable && !sh_reentered()) p = sh_memalign(PY_POOL_ALIGN, size);
+  if (!blockable) return cpython_own.alloc(cpython_own.ctx, size); /* a size no CPython build uses */
   if (HPL_LIKELY(p != NULL)) {
     atomic_fetch_add_explicit(&counts.served, 1, memory_order_relaxed);
     return p;
   }
   atomic_fetch_add_explicit(&counts.fallback, 1, memory_order_relaxed);
-  hpl_count_small_fallback();
+  hpl_say_small_shortage();
   if (hp_trace_on())
     hp_trace(HP_TRACE_FALLBACK,
              "a %zu-byte CPython arena to CPython's own mmap: the pool is short (%ld free 2 MB pages)", size,
@@ -230,11 +229,7 @@ static void arena_free(void *ctx, void *ptr, size_t size) {
   pthread_mutex_lock(&lock);
   bool ours = block_give(ptr);
   pthread_mutex_unlock(&lock);
-  if (ours) return;
-  if (atomic_load_explicit(&hpl_small_heap_on, memory_order_relaxed) && sh_owns(ptr))
-    sh_free(ptr);
-  else
-    cpython_own.free(cpython_own.ctx, ptr, size);
+  if (!ours) cpython_own.free(cpython_own.ctx, ptr, size);
 }
 
 typedef void (*arena_call)(py_arena_allocator *);
