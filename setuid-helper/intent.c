@@ -27,12 +27,17 @@ static void settle_grant(const struct reserve_intent *in, unsigned long long now
   out->now = now;
 }
 
+/* The pages a release's intent gave up so far: before - now, at most delta. */
+static unsigned long long release_went(const struct reserve_intent *in, unsigned long long now) {
+  unsigned long long went = in->before > now ? in->before - now : 0;
+  return went < in->delta ? went : in->delta;
+}
+
 /* A release's intent: the table already charges the user what they keep;
  * the pages the pool did not give up (before - now short of delta) are
  * charged to them again, so every page in the pool stays someone's. */
 static void settle_release(const struct reserve_intent *in, unsigned long long now, struct settled *out) {
-  out->came = in->before > now ? in->before - now : 0; /* pages that went */
-  if (out->came > in->delta) out->came = in->delta;
+  out->came = release_went(in, now); /* pages that went */
   out->charged = in->delta - out->came;
   out->now = now;
 }
@@ -86,13 +91,13 @@ static const char *reconcile_outcome(const struct reserve_intent *in, const stru
 int intent_reconcile(const struct reserve_caller *who, struct state *s) {
   struct reserve_intent in = s->gs.intent;
   struct settled r;
-  unsigned long long now, went, finished = 0;
+  unsigned long long now, finished = 0;
   char node[16];
   reserve_node_name(node, sizeof node, in.node);
   /* A release's pages that did not go: the shrink is finished first, within
    * the release's rules; settle_release then charges back what still stays. */
   if (in.active == RESERVE_INTENT_RELEASE && sysfs_pool_file_read(in.node, in.size_kb, "nr_hugepages", &now) == 0) {
-    went = in.before > now ? (in.before - now < in.delta ? in.before - now : in.delta) : 0;
+    unsigned long long went = release_went(&in, now);
     if (went < in.delta) finished = release_finish(&s->gs, in.node, in.size_kb, in.delta - went);
   }
   if (intent_settle(s, &r) != 0) {
