@@ -98,13 +98,19 @@ done
 grant_kills=$kills
 pass "grant killed at each of its ${#grant_points[@]} system calls ($grant_kills kills): every page settled"
 
-for pt in "${release_points[@]}"; do
-  read -r name ord <<<"$pt"
-  as_nobody $P
-  check "grant before the release" "$RC/$(real_nr)" "0/$((base + P))"
-  killed_run "$name" "$ord" --release
-  after_kill "release killed at $name #$ord"
-done
+# A grant of P, then a release killed at each point given, as RUN runs it.
+kill_releases() { # what points...
+  local what=$1 pt name ord
+  shift
+  for pt in "$@"; do
+    read -r name ord <<<"$pt"
+    as_nobody $P
+    check "grant before the $what" "$RC/$(real_nr)" "0/$((base + P))"
+    killed_run "$name" "$ord" --release
+    after_kill "$what killed at $name #$ord"
+  done
+}
+kill_releases release "${release_points[@]}"
 pass "release killed at each of its ${#release_points[@]} system calls ($((kills - grant_kills)) kills): every page settled"
 
 # The epilog's release (euid 0), killed the same way.
@@ -113,13 +119,7 @@ as_nobody $P
 mapfile -t epilog_points < <(trace_points --release)
 check "reference epilog trace" "$(real_nr)/$(real_charged)" "$base/0"
 before=$kills
-for pt in "${epilog_points[@]}"; do
-  read -r name ord <<<"$pt"
-  as_nobody $P
-  check "grant before the epilog's release" "$RC/$(real_nr)" "0/$((base + P))"
-  killed_run "$name" "$ord" --release
-  after_kill "epilog release killed at $name #$ord"
-done
+kill_releases "epilog release" "${epilog_points[@]}"
 pass "the epilog's release killed at each of its ${#epilog_points[@]} system calls ($((kills - before)) kills): every page settled"
 
 lost=$(($(real_nr) - base))

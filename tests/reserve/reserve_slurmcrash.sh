@@ -22,16 +22,6 @@ fi
 real_pool_setup
 source "$(dirname "$0")/slurm_lib.sh"
 
-# The processes with the helper's lock file open, but the one holding it here.
-lock_waiters() {
-  local f p
-  for f in /proc/[0-9]*/fd/*; do
-    [[ $(readlink "$f" 2>/dev/null) == "$LOCK" ]] || continue
-    p=${f#/proc/}
-    p=${p%%/*}
-    [[ $p == "$holder" ]] || echo "$p"
-  done | sort -u
-}
 hold_lock() { # the helper's lock held here until release_lock
   flock -o "$LOCK" sleep 300 9>&- &
   holder=$!

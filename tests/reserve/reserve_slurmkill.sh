@@ -94,21 +94,13 @@ points_of() { # trace-file pid
   awk -v pid="$2" '$1 == pid { sub(/^[0-9]+ +/, ""); if (match($0, /^[a-z_0-9]+\(/)) { n = substr($0, 1, RLENGTH - 1); print n, ++c[n] } }' "$1"
 }
 
-# Is the helper's lock file open in any process (a prolog or epilog at work)?
-lock_open() {
-  local f
-  for f in /proc/[0-9]*/fd/*; do
-    [[ $(readlink "$f" 2>/dev/null) == "$LOCK" ]] && return 0
-  done
-  return 1
-}
 
 # After a kill: every page accounted for; root's no-op call settles the
 # intent; the administrator's clean-up; the user's release; back at base.
 after_kill() { # where
   job_end
   # (an epilog that Slurm still runs for the job finishes first)
-  for _ in $(seq 50); do lock_open || break; sleep 0.2; done
+  for _ in $(seq 50); do [[ -n $(lock_waiters) ]] || break; sleep 0.2; done
   check "$1: pool gained = charged + pending intent" $(($(real_nr) - base)) $(($(real_charged) + $(real_pending)))
   "$HELPER" --release >/dev/null 2>&1 || true
   check "$1: root's next call leaves no intent, pool = base + charged" \

@@ -107,3 +107,14 @@ resume() { # the node back in service after a drain (a killed prolog or epilog)
   scontrol update nodename="$host" state=resume 2>/dev/null || true
   wait_idle
 }
+# The processes with the helper's lock file open (a prolog or an epilog at
+# work), but the test's own holder of it, if any (pid: holder).
+lock_waiters() {
+  local f p
+  for f in /proc/[0-9]*/fd/*; do
+    [[ $(readlink "$f" 2>/dev/null) == "$LOCK" ]] || continue
+    p=${f#/proc/}
+    p=${p%%/*}
+    [[ $p == "${holder:-}" ]] || echo "$p"
+  done | sort -u
+}
