@@ -16,6 +16,7 @@
 #include "cache.h"
 #include "hooks.h"
 #include "init.h"
+#include "launcher.h"
 #include "live.h"
 #include "realloc.h"
 #include "registrar.h"
@@ -66,6 +67,13 @@ void hugepool_free(void *ptr) { (void)free_started(ptr, true, false); }
 void hp_free_to_pool(void *ptr) { (void)free_started(ptr, false, false); }
 
 bool hp_free_if_live(void *ptr) { return free_started(ptr, true, true); }
+
+long hp_pool_pages(void) {
+  hp_ensure_init();
+  return os_pool_total(hp_current_page_size(), -1);
+}
+
+bool hp_mpi_rank(void) { return launcher_mpi_rank(); }
 
 void *hugepool_realloc(void *ptr, size_t bytes) {
   hp_ensure_init();

@@ -46,6 +46,13 @@ HP_INTERNAL bool hp_free_if_live(void *ptr);
 HP_INTERNAL bool hp_realloc_same_pages(void *ptr, size_t bytes);
 /* What the preload tells the core, once: hp_embed() (embed.h, included above). */
 
+/* The node's pool in pages of the current page size (nr_hugepages), or -1
+ * if it cannot be read: what the preload's HUGEPOOL_HOLD=share measures a
+ * new request against (one read of sysfs). */
+HP_INTERNAL long hp_pool_pages(void);
+/* Whether an MPI launcher started this process (launcher.h). */
+HP_INTERNAL bool hp_mpi_rank(void);
+
 /* "2 MB hugetlb pages: need N pages, F free of T; as root: echo N > ...
  * (or: hugepool-reserve N)" for a request of `size` bytes: the part of a
  * shortage line that the core's and the preload's messages share. */

@@ -41,7 +41,7 @@ static const struct {
 };
 
 static struct {
-  bool read;
+  bool read, mpi_rank;
   long rank, local_rank, local_ranks;
   char job[64];
 } at_load = {.rank = -1, .local_rank = -1};
@@ -63,6 +63,15 @@ static long parse_ranks(const char *v) {
     n = n * 10 + (*p - '0');
   }
   return n >= 1 && n <= (1L << 20) ? n : 0;
+}
+
+/* A rank from any RANK variable but srun's. */
+static bool mpi_rank_set(void) {
+  for (size_t i = 0; i < sizeof(variables) / sizeof(variables[0]); i++)
+    if (variables[i].what == RANK && strcmp(variables[i].name, "SLURM_PROCID") != 0 &&
+        parse_rank(getenv(variables[i].name)) >= 0)
+      return true;
+  return false;
 }
 
 /* The first valid value of `w`'s variables: a number (-1 or 0 if none). */
@@ -87,6 +96,7 @@ static void first_job(char job[64]) {
 
 void launcher_init(void) {
   at_load.rank = first_number(RANK);
+  at_load.mpi_rank = mpi_rank_set();
   at_load.local_rank = first_number(LOCAL_RANK);
   at_load.local_ranks = first_number(LOCAL_RANKS);
   first_job(at_load.job);
@@ -101,6 +111,11 @@ static void ensure_read(void) {
 long launcher_rank(void) {
   ensure_read();
   return at_load.rank;
+}
+
+bool launcher_mpi_rank(void) {
+  ensure_read();
+  return at_load.mpi_rank;
 }
 
 long launcher_local_rank(void) {

@@ -13,6 +13,8 @@
 #ifndef HUGEPOOL_LAUNCHER_H
 #define HUGEPOOL_LAUNCHER_H
 
+#include <stdbool.h>
+
 #include "os.h"
 
 #ifdef __cplusplus
@@ -23,6 +25,10 @@ extern "C" {
 HP_INTERNAL void launcher_init(void);
 /* The MPI rank, or -1. */
 HP_INTERNAL long launcher_rank(void);
+/* Whether an MPI launcher started this process: an MPI rank variable
+ * (PMI, PMIx, Open MPI, hydra) holds a rank.  srun's SLURM_PROCID alone
+ * does not count: srun starts programs that are no MPI ranks too. */
+HP_INTERNAL bool launcher_mpi_rank(void);
 /* The rank's index on its node, or -1. */
 HP_INTERNAL long launcher_local_rank(void);
 /* The number of ranks on the node (1 to 1 << 20), or 0 when no launcher

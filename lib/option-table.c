@@ -71,6 +71,12 @@ static const hp_option_desc table[HP_OPT_COUNT] = {
                               "`1`: one line per kind of decision (hugetlb mapping, cache hit, fallback and why, fork "
                               "copy, 2 MB page split) at its first occurrence, then at most one a second with the "
                               "count of those unsaid, on the stderr the statistics go to (`hugepool-run -v`)"),
+    [HP_OPT_HOLD] = CHOICE("HUGEPOOL_HOLD", HP_HOLD_AUTO, HP_HOLD_AUTO, "auto|all|share", 0,
+                           "preload only: `all` reserves every large request whole when it is handed out; `share` "
+                           "gives a new request of more than 64 MiB and more than an eighth of the node's pool to "
+                           "glibc instead (a program that sizes a buffer from the machine's memory, as GNU "
+                           "`sort` does, holds no pool it never touches); `auto`: `all` in an MPI rank, with `--cuda` "
+                           "or `--policy strict`, `share` otherwise (see \"Pool pages held\" in hugepool-run(1))"),
 };
 
 const hp_option_desc *option_desc(hp_option_id id) { return &table[id]; }

@@ -43,6 +43,7 @@ typedef enum hp_option_id {
   HP_OPT_MPI_WIN_SHARED,
   HP_OPT_CUDA,
   HP_OPT_VERBOSE,
+  HP_OPT_HOLD,
   HP_OPT_COUNT
 } hp_option_id;
 
@@ -64,6 +65,7 @@ enum { HP_STATS_OFF = 0, HP_STATS_TEXT_AT_EXIT = 1, HP_STATS_JSON_AT_EXIT = 2 };
 enum { HP_FORK_COPY = 0, HP_FORK_KEEP = 1 };
 enum { HP_MPI_AUTO = 0, HP_MPI_OFF = 1 };
 enum { HP_CUDA_OFF = 0, HP_CUDA_ON = 1, HP_CUDA_ALL = 2 };
+enum { HP_HOLD_AUTO = 0, HP_HOLD_ALL = 1, HP_HOLD_SHARE = 2 };
 /* HUGEPOOL_POLICY's fourth choice, the preload's default: the core is strict
  * and quiet, and the preload gives a large request it refuses to glibc. */
 enum { HP_POLICY_FALLBACK = 3 };

@@ -43,6 +43,7 @@ static const flag flags[] = {
     {"-o, --stats-file PAT", "stats-file", NULL, HP_OPT_STATS_FILE, 'o', true},
     {"    --small-heap", "small-heap", "1", HP_OPT_SMALL_HEAP, 0, false},
     {"    --fork MODE", "fork", NULL, HP_OPT_FORK, 0, true},
+    {"    --hold MODE", "hold", NULL, HP_OPT_HOLD, 0, true},
     {"    --page-size SIZE", "page-size", NULL, HP_OPT_PAGE_SIZE, 0, true},
     {"    --cache-slots N", "cache-slots", NULL, HP_OPT_CACHE_SLOTS, 0, true},
     {"    --cache-bytes SIZE", "cache-bytes", NULL, HP_OPT_CACHE_BYTES, 0, true},

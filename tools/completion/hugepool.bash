@@ -20,6 +20,7 @@ _hugepool_values() {
     -p | --policy) echo "strict thp small fallback" ;;
     --page-size | --size) echo "2M 1G" ;;
     --fork) echo "copy keep" ;;
+    --hold) echo "auto all share" ;;
     --mpi) echo "auto off" ;;
     --cuda) echo "0 1 all" ;;
     --stats) echo "text json" ;;
