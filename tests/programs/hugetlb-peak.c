@@ -5,7 +5,11 @@
  * kernel's view of every process of that session every 10 ms:
  * Private_Hugetlb and Shared_Hugetlb of /proc/<pid>/smaps_rollup.  REPORT
  * gets the peak of their sum over the session, the peak of one process, and
- * the number of samples.  Exits as the program did (128 + signal when it
+ * the number of samples; also, for the held-against-touched table, the peak
+ * of the session's Rss (the pages it touched, summed over its processes)
+ * and the peak of the pool pages held (HugePages_Total - Free + Rsvd of
+ * /proc/meminfo, against its value at the start: the caller holds the pool
+ * lock, so nothing else changes it).  Exits as the program did (128 + signal when it
  * was killed), so a caller sees its status as if it had run it directly.
  * Its stdin, stdout and stderr are the program's.  Processes of the session
  * still there when the program has exited (a child stuck in a hang the
@@ -56,6 +60,34 @@ static long hugetlb_kib(const char *pid) {
   return sum;
 }
 
+/* Rss of one process in KiB (0 if gone). */
+static long rss_kib(const char *pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof(path), "/proc/%s/smaps_rollup", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  long v = 0, rss = 0;
+  while (fgets(line, sizeof(line), f))
+    if (sscanf(line, "Rss: %ld kB", &v) == 1) rss = v;
+  fclose(f);
+  return rss;
+}
+
+/* HugePages_Total - HugePages_Free + HugePages_Rsvd: the pool pages that
+ * are in use or promised (-1 if /proc/meminfo cannot be read). */
+static long pool_held(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return -1;
+  char line[256];
+  long v, held = 0;
+  while (fgets(line, sizeof(line), f)) {
+    if (sscanf(line, "HugePages_Total: %ld", &v) == 1 || sscanf(line, "HugePages_Rsvd: %ld", &v) == 1) held += v;
+    if (sscanf(line, "HugePages_Free: %ld", &v) == 1) held -= v;
+  }
+  fclose(f);
+  return held;
+}
+
 /* SIGKILL to every process of session `sid` (the program has exited):
  * how many there were.  Repeated until none is left or 5 s have passed. */
 static long kill_session(long sid) {
@@ -94,7 +126,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "hugetlb-peak: %s: %s\n", argv[3], strerror(errno));
     _exit(127);
   }
-  long peak_total = 0, peak_one = 0, samples = 0;
+  long peak_total = 0, peak_one = 0, samples = 0, peak_rss = 0, peak_held = 0, held_base = pool_held();
   int status = 0;
   const struct timespec tick = {0, 10 * 1000 * 1000};
   for (;;) {
@@ -106,7 +138,7 @@ int main(int argc, char **argv) {
     }
     DIR *d = opendir("/proc");
     if (d) {
-      long total = 0;
+      long total = 0, rss = 0;
       struct dirent *e;
       while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
@@ -114,9 +146,13 @@ int main(int argc, char **argv) {
         long kib = hugetlb_kib(e->d_name);
         total += kib;
         if (kib > peak_one) peak_one = kib;
+        rss += rss_kib(e->d_name);
       }
       closedir(d);
       if (total > peak_total) peak_total = total;
+      if (rss > peak_rss) peak_rss = rss;
+      long held = pool_held();
+      if (held_base >= 0 && held - held_base > peak_held) peak_held = held - held_base;
       samples++;
     }
     nanosleep(&tick, NULL);
@@ -127,8 +163,10 @@ int main(int argc, char **argv) {
     perror("hugetlb-peak: report");
     return 2;
   }
-  fprintf(out, "peak_session_kib %ld\npeak_process_kib %ld\nsamples %ld\nleft_killed %ld\n", peak_total, peak_one,
-          samples, left);
+  fprintf(out,
+          "peak_session_kib %ld\npeak_process_kib %ld\nsamples %ld\nleft_killed %ld\npeak_session_rss_kib %ld\n"
+          "peak_pool_held_pages %ld\n",
+          peak_total, peak_one, samples, left, peak_rss, peak_held);
   fclose(out);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);
