@@ -70,7 +70,11 @@ bool hp_free_if_live(void *ptr) { return free_started(ptr, true, true); }
 
 long hp_pool_pages(void) {
   hp_ensure_init();
-  return os_pool_total(hp_current_page_size(), -1);
+  int saved = errno;
+  size_t page = hp_current_page_size();
+  long total = os_pool_total(page, -1), over = os_pool_overcommit(page);
+  errno = saved;
+  return total < 0 ? -1 : total + (over > 0 ? over : 0);
 }
 
 bool hp_mpi_rank(void) { return launcher_mpi_rank(); }

@@ -46,9 +46,10 @@ HP_INTERNAL bool hp_free_if_live(void *ptr);
 HP_INTERNAL bool hp_realloc_same_pages(void *ptr, size_t bytes);
 /* What the preload tells the core, once: hp_embed() (embed.h, included above). */
 
-/* The node's pool in pages of the current page size (nr_hugepages), or -1
- * if it cannot be read: what the preload's HUGEPOOL_HOLD=share measures a
- * new request against (one read of sysfs). */
+/* The node's pool in pages of the current page size: nr_hugepages plus
+ * nr_overcommit_hugepages (the most it may grow to), or -1 if it cannot be
+ * read; errno kept.  What the preload's HUGEPOOL_HOLD=share measures a new
+ * request against (sysfs reads: preload/hold.c keeps the value a while). */
 HP_INTERNAL long hp_pool_pages(void);
 /* Whether an MPI launcher started this process (launcher.h). */
 HP_INTERNAL bool hp_mpi_rank(void);

@@ -21,6 +21,7 @@ static const struct {
     {RANK, "PMIX_RANK"},            /* PMIx (Open MPI 5, Slurm --mpi=pmix) */
     {RANK, "OMPI_COMM_WORLD_RANK"}, /* Open MPI */
     {RANK, "MPI_LOCALRANKID"},      /* MPICH/hydra, when nothing better is set */
+    {RANK, "PALS_RANKID"},          /* Cray PALS (aprun's successor) */
     {RANK, "SLURM_PROCID"},         /* srun */
     /* the rank's index on its node */
     {LOCAL_RANK, "MPI_LOCALRANKID"},

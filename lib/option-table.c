@@ -45,8 +45,8 @@ static const hp_option_desc table[HP_OPT_COUNT] = {
                                "replaced whole; a symlink, FIFO or another user's file there is left as it is (the "
                                "statistics then go to stderr, with one warning); "
                                "`%p` pid, `%r` MPI rank (from `PMI_RANK`, `PMIX_RANK`, `OMPI_COMM_WORLD_RANK`, "
-                               "`MPI_LOCALRANKID`, `SLURM_PROCID`; `norank` outside MPI), `%h` host; none from a "
-                               "process that made no hugepool allocation"),
+                               "`MPI_LOCALRANKID`, `PALS_RANKID`, `SLURM_PROCID`; `norank` outside MPI), `%h` host; "
+                               "none from a process that made no hugepool allocation"),
     [HP_OPT_WARN] = CHOICE("HUGEPOOL_WARN", 1, 1, "0|1", 0, "`0` silences diagnostics (pool short, foreign free)"),
     [HP_OPT_THRESHOLD] = SIZE("HUGEPOOL_THRESHOLD", 1LL << 20, 1LL << 50,
                               "preload only: smallest request put on hugetlb pages; at least `64K` (each such "
@@ -74,7 +74,7 @@ static const hp_option_desc table[HP_OPT_COUNT] = {
     [HP_OPT_HOLD] = CHOICE("HUGEPOOL_HOLD", HP_HOLD_AUTO, HP_HOLD_AUTO, "auto|all|share", 0,
                            "preload only: `all` reserves every large request whole when it is handed out; `share` "
                            "gives a new request of more than 64 MiB and more than an eighth of the node's pool to "
-                           "glibc instead (a program that sizes a buffer from the machine's memory, as GNU "
+                           "glibc instead (a program that sizes a buffer from its input and memory, as GNU "
                            "`sort` does, holds no pool it never touches); `auto`: `all` in an MPI rank, with `--cuda` "
                            "or `--policy strict`, `share` otherwise (see \"Pool pages held\" in hugepool-run(1))"),
 };

@@ -51,6 +51,12 @@ long os_pool_total(size_t page_size, int node) {
   return read_long(path);
 }
 
+long os_pool_overcommit(size_t page_size) {
+  char path[160];
+  if (!pool_dir(path, sizeof(path), page_size, -1, "nr_overcommit_hugepages")) return -1;
+  return read_long(path);
+}
+
 bool os_page_size_supported(size_t page_size) {
   char path[160];
   struct stat st;

@@ -107,6 +107,9 @@ HP_INTERNAL bool os_node_has_memory(int node);
  * cannot be read.) */
 HP_INTERNAL long os_pool_available(size_t page_size, int node);
 HP_INTERNAL long os_pool_total(size_t page_size, int node);
+/* The node-wide surplus pages the kernel may add on demand
+ * (nr_overcommit_hugepages), or -1. */
+HP_INTERNAL long os_pool_overcommit(size_t page_size);
 /* Reads at most len - 1 bytes of a small file (sysfs, /proc) into buf and
  * NUL-terminates them; returns the bytes read. */
 HP_INTERNAL ssize_t os_read_file(const char *path, char *buf, size_t len);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Routing: requests at or above HUGEPOOL_THRESHOLD go to hugepool, the rest
- * to glibc (or to the small heap when HUGEPOOL_SMALL_HEAP=1); frees and
+/* Routing: requests at or above HUGEPOOL_THRESHOLD go to hugepool (unless
+ * beyond the pool share, hold.c), the rest to glibc (or to the small heap
+ * when HUGEPOOL_SMALL_HEAP=1); frees and
  * reallocs follow the pointer, not the size.  Also: the shortage policy,
  * the preload's counters, and start-up without recursion. */
 #define _GNU_SOURCE
@@ -30,16 +31,6 @@ static __thread int in_init __attribute__((tls_model("initial-exec")));
 static bool policy_strict;
 static atomic_bool shortage_reported;
 
-/* HUGEPOOL_HOLD (hugepool-run(1), "Pool pages held"): under `share` a new
- * request of more than HOLD_FLOOR bytes and more than 1/HOLD_DIVISOR of the
- * node's pool (hp_pool_pages) goes to glibc, so
- * that a buffer sized from the machine's memory and mostly never touched
- * holds none of the node's pool.  Growth of a hugepool buffer (realloc) is
- * not measured: a program grows what it fills. */
-static bool hold_share;
-#define HOLD_FLOOR ((size_t)64 << 20)
-#define HOLD_DIVISOR 8
-
 /* The counters below are written on request paths, the settings above are
  * read by every malloc and free: a counter on a settings' cache line makes
  * two threads pass that line back and forth at every call (4 MB
@@ -60,8 +51,6 @@ static struct {
   _Atomic uint64_t bytes_fallback;          /* ... and their bytes */
   _Atomic uint64_t n_strict_failures;       /* large requests refused (strict) */
   _Atomic uint64_t n_small_fallback;        /* small requests given to glibc: no chunk for the small heap */
-  _Atomic uint64_t n_held_back;             /* large requests given to glibc: beyond the pool share */
-  _Atomic uint64_t bytes_held_back;         /* ... and their bytes */
   atomic_bool small_shortage_reported;
 } ctr; /* aligned by its first member: a line of its own */
 
@@ -92,16 +81,16 @@ static void add_rows(hp_extra_stat *out, size_t max, size_t *n, const hp_extra_s
 }
 
 static size_t extra_stats(hp_extra_stat *out, size_t max) {
+  uint64_t held_n, held_bytes;
+  hpl_hold_counts(&held_n, &held_bytes);
   hp_extra_stat preload_rows[] = {
       {"preload_threshold", "preload: threshold", atomic_load(&hpl_threshold), HP_EXTRA_BYTES},
       {"kernel_private_hugetlb_bytes", "kernel: Private_Hugetlb", kernel_hugetlb_kib() << 10, HP_EXTRA_BYTES},
       {"preload_huge_allocs", "preload: requests to hugepool", huge_count(), HP_EXTRA_ACTIVITY},
       {"preload_fallbacks", "preload: fallbacks to glibc", atomic_load(&ctr.n_fallback), HP_EXTRA_ACTIVITY},
       {"preload_fallback_bytes", "preload: bytes fallen back", atomic_load(&ctr.bytes_fallback), HP_EXTRA_BYTES},
-      {"preload_held_back", "preload: beyond the pool share, to glibc", atomic_load(&ctr.n_held_back),
-       HP_EXTRA_ACTIVITY},
-      {"preload_held_back_bytes", "preload: bytes beyond the pool share", atomic_load(&ctr.bytes_held_back),
-       HP_EXTRA_BYTES},
+      {"preload_held_back", "preload: beyond the pool share, to glibc", held_n, HP_EXTRA_ACTIVITY},
+      {"preload_held_back_bytes", "preload: bytes beyond the pool share", held_bytes, HP_EXTRA_BYTES},
       {"preload_strict_failures", "preload: large requests refused", atomic_load(&ctr.n_strict_failures),
        HP_EXTRA_ACTIVITY},
       {"preload_pages_split", "preload: 2 MB pages split to 4 KB", split_count(), 0},
@@ -158,10 +147,7 @@ static void preload_init(void) {
   if (threshold == 0) threshold = 1;
   long long policy = option_get(HP_OPT_POLICY); /* the core runs fallback as strict */
   policy_strict = policy == HUGEPOOL_POLICY_STRICT;
-  long long hold = option_get(HP_OPT_HOLD);
-  if (hold == HP_HOLD_AUTO) /* an MPI rank, a GPU program, or one that must have hugetlb pages: all */
-    hold = hp_mpi_rank() || option_get(HP_OPT_CUDA) != HP_CUDA_OFF || policy_strict ? HP_HOLD_ALL : HP_HOLD_SHARE;
-  hold_share = hold == HP_HOLD_SHARE;
+  hpl_hold_init(policy_strict);
   (void)hp_embed(policy_strict ? &embed_strict : policy == HP_POLICY_FALLBACK ? &embed_fallback : &embed_other);
   if (option_get(HP_OPT_SMALL_HEAP) && sh_init() == 0) {
     atomic_store(&hpl_small_heap_on, true);
@@ -215,25 +201,6 @@ static void count_fallback(size_t size) {
   atomic_fetch_add_explicit(&ctr.bytes_fallback, size, memory_order_relaxed);
 }
 
-/* HUGEPOOL_HOLD=share: is a new request of `size` bytes more than this
- * process's share of the pool?  Then glibc serves it (counted; traced under
- * HUGEPOOL_VERBOSE, never warned: the pool was not short). */
-static bool beyond_share(size_t size) {
-  if (HPL_LIKELY(!hold_share || size <= HOLD_FLOOR)) return false;
-  size_t page = hugepool_get_page_size();
-  size_t pages = size / page + (size % page != 0);
-  long pool = hp_pool_pages();
-  if (pages <= 1 || pool < 0 || pages <= (size_t)pool / HOLD_DIVISOR) return false;
-  if (hp_trace_on())
-    hp_trace(HP_TRACE_FALLBACK,
-             "%zu bytes to glibc malloc: %zu pages are more than an eighth of the pool's %ld "
-             "(HUGEPOOL_HOLD=share; =all reserves it whole)",
-             size, pages, pool);
-  atomic_fetch_add_explicit(&ctr.n_held_back, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&ctr.bytes_held_back, size, memory_order_relaxed);
-  return true;
-}
-
 /* Under --policy strict a request the pool cannot cover is ENOMEM (counted). */
 static bool refused_strict(void) {
   if (!policy_strict) return false;
@@ -245,7 +212,7 @@ static bool refused_strict(void) {
 /* A request at or above the threshold; `alignment` (<= 2 MB, or 0) matters
  * only for the fallback: hugepool buffers are 2 MB aligned. */
 static void *large_alloc(size_t size, bool zero, size_t alignment) {
-  bool held_back = beyond_share(size);
+  bool held_back = hpl_beyond_share(size, true); /* HUGEPOOL_HOLD (hold.c) */
   void *p = held_back ? NULL : zero ? hugepool_calloc(1, size) : hugepool_alloc(size);
   if (HPL_LIKELY(p != NULL)) {
     count_huge();
@@ -362,11 +329,12 @@ static void *realloc_huge(void *ptr, size_t size) {
 }
 
 /* A glibc block growing past the threshold moves onto hugetlb pages (one
- * copy in its life); if the pool is short it stays with glibc, whose
+ * copy in its life); beyond the pool share or if the pool is short it
+ * stays with glibc, whose
  * realloc grows large blocks with mremap: no copy there either. */
 static void *realloc_glibc_to_huge(void *ptr, size_t size) {
   int saved = errno;
-  if (beyond_share(size)) return __libc_realloc(ptr, size);
+  if (hpl_beyond_share(size, false)) return __libc_realloc(ptr, size); /* not counted: each step would */
   void *fresh = hugepool_alloc(size);
   if (fresh) {
     size_t old = glibc_usable_size(ptr);

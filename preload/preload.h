@@ -81,4 +81,14 @@ HPL_HIDDEN void hpl_python_arenas(void);
  * program is not CPython (or the switch was not made). */
 HPL_HIDDEN bool hpl_python_counts(uint64_t *served, uint64_t *fallback);
 
+/* ---- hold.c: HUGEPOOL_HOLD ---------------------------------------------- */
+/* Resolves `auto` (strict: the preload runs the strict policy); once, from
+ * the initialisation, after the core's. */
+HPL_HIDDEN void hpl_hold_init(bool strict);
+/* Is a new request of `size` bytes beyond this process's share of the
+ * pool (glibc serves it)?  `count`: a new request, counted in the
+ * statistics and traced; false: a step of a block glibc already has. */
+HPL_HIDDEN bool hpl_beyond_share(size_t size, bool count);
+HPL_HIDDEN void hpl_hold_counts(uint64_t *n, uint64_t *bytes);
+
 #endif /* HUGEPOOL_PRELOAD_H */

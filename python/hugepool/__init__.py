@@ -37,7 +37,10 @@ fork and multiprocessing: a forked child gets private copies of every live
 hugetlb buffer at fork (HUGEPOOL_FORK=copy, the default), so it never dies
 of SIGBUS on a short pool; multiprocessing's default start method on Linux
 forks every worker and pays that copy each time (measured: Pool(4) over a
-400 MB array starts in about 3x the plain time under the preload).  Use
+400 MB array on hugetlb pages starts in about 3x the plain time).  Under
+hugepool-run outside MPI ranks an array of more than an eighth of the pool
+(and 64 MiB) stays with glibc (HUGEPOOL_HOLD=share) and its workers start at
+the plain cost; hugepool.empty() always puts it on hugetlb pages.  Use
 multiprocessing.set_start_method('forkserver') (or 'spawn'), whose workers
 start from a process with no large buffers, or HUGEPOOL_FORK=keep where the
 free pool covers every page parent and workers write (no copy; the kernel

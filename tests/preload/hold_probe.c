@@ -6,6 +6,9 @@
  *   hold_probe alloc MIB   one malloc of MIB MiB, every page written
  *   hold_probe grow MIB    realloc from 2 MiB up to MIB MiB in 2 MiB steps,
  *                          every page written as it grows
+ *   hold_probe calloc MIB  calloc; fails (exit 3) unless it reads as zeros
+ *   hold_probe memalign MIB  posix_memalign to 2 MiB; fails (exit 3) unless
+ *                          the pointer is so aligned
  * Output (over every mapping the buffer overlaps: the smallest page size,
  * the sum of Private_Hugetlb): "kps=KB hugetlb_kb=KB rsvd=N free=N sum=S" (sum: a checksum of the
  * contents, so a lost or moved byte shows). */
@@ -51,15 +54,28 @@ static void smaps_of(const void *p, size_t len, long *kps, long *hugetlb) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3 || (strcmp(argv[1], "alloc") != 0 && strcmp(argv[1], "grow") != 0)) {
-    fprintf(stderr, "usage: hold_probe alloc|grow MIB\n");
+  const char *mode = argc == 3 ? argv[1] : "";
+  if (strcmp(mode, "alloc") != 0 && strcmp(mode, "grow") != 0 && strcmp(mode, "calloc") != 0 &&
+      strcmp(mode, "memalign") != 0) {
+    fprintf(stderr, "usage: hold_probe alloc|grow|calloc|memalign MIB\n");
     return 2;
   }
   size_t size = (size_t)strtoul(argv[2], NULL, 10) << 20;
   unsigned char *p = NULL;
-  if (strcmp(argv[1], "alloc") == 0) {
-    p = malloc(size);
-    if (!p) return perror("malloc"), 1;
+  if (strcmp(mode, "alloc") == 0 || strcmp(mode, "calloc") == 0 || strcmp(mode, "memalign") == 0) {
+    if (strcmp(mode, "alloc") == 0) p = malloc(size);
+    if (strcmp(mode, "calloc") == 0) p = calloc(1, size);
+    if (strcmp(mode, "memalign") == 0 && posix_memalign((void **)&p, 2u << 20, size) != 0) p = NULL;
+    if (!p) return perror(mode), 1;
+    if (strcmp(mode, "memalign") == 0 && ((uintptr_t)p & ((2u << 20) - 1)) != 0) {
+      fprintf(stderr, "hold_probe: posix_memalign gave %p, not 2 MiB aligned\n", (void *)p);
+      return 3;
+    }
+    for (size_t i = 0; strcmp(mode, "calloc") == 0 && i < size; i += 64)
+      if (p[i] != 0) {
+        fprintf(stderr, "hold_probe: calloc memory not zero at offset %zu\n", i);
+        return 3;
+      }
     for (size_t i = 0; i < size; i += 4096) p[i] = (unsigned char)(i >> 12);
   } else {
     size_t have = 0;
