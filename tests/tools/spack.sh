@@ -19,6 +19,10 @@
 #  3. The default spec's installed programs run: hugepool-run preloads its
 #     interposer, and after `spack load` a CMake consumer (find_package) and
 #     a pkg-config consumer build and run.
+#  4. The release: packaging/dist makes the 0.1.0 tarball, whose sha256 is
+#     the one package.py pins; from a mirror holding it, hugepool@0.1.0
+#     ~helper ~mpi builds offline; the tarball with one byte changed is
+#     refused.
 # That Spack (0.23.0.dev0, June 2024) predates the c/cxx/fortran language
 # virtuals, which current Spack requires and package.py declares: the test
 # strips those depends_on lines from its copy of the repository.
@@ -111,6 +115,7 @@ spack:
     slurm: {externals: [{spec: slurm@$(ver libslurm-dev), prefix: /usr}], buildable: false}
     gmake: {externals: [{spec: gmake@$(ver make), prefix: /usr}], buildable: false}
 YAML
+cp "$tmp/env/spack.yaml" "$tmp/spack.yaml.orig" # before spack rewrites it (the release's below)
 default="hugepool@=0.1.0"
 nohelper="hugepool@=0.1.0 ~helper"
 slurm="hugepool@=0.1.0 +slurm ~mpi ~preload +fortran reserve_conf=/opt/site/hugepool.conf state_dir=/var/lib/hp jobs_dir=/run/hp/jobs"
@@ -213,6 +218,36 @@ CM
     grep -q "libhugepool.so.0 => $p_default/" <<<"$(ldd "$tmp/consumer/pc-app")" || exit 4
   ) && pass "after spack load: a pkg-config consumer builds and runs (no LD_LIBRARY_PATH)" ||
     fail "pkg-config consumer (step $?): $(cat "$tmp/pc.log")"
+fi
+elapsed
+
+# ---- the release: packaging/dist's tarball, the recipe's checksum, a mirror ----
+# A second environment, without the develop entry: hugepool@0.1.0 comes from
+# a mirror holding the tarball packaging/dist makes, checked against the
+# sha256 of package.py, and builds offline; one changed byte is refused.
+rel=hugepool-0.1.0.tar.gz
+mkdir -p "$tmp/mirror/hugepool" "$tmp/relenv"
+if "$src/packaging/dist" --out "$tmp/mirror/hugepool" 0.1.0 >"$tmp/dist.log" 2>&1; then
+  sha=$(sha256sum "$tmp/mirror/hugepool/$rel" | cut -d' ' -f1)
+  grep -q "version(\"0.1.0\", sha256=\"$sha\")" "$pkg" &&
+    pass "packaging/dist 0.1.0 gives the tarball whose sha256 package.py pins ($sha)" ||
+    fail "packaging/dist 0.1.0: sha256 $sha is not the one in package.py ($(grep -o 'sha256="[0-9a-f]*"' "$pkg"))"
+  sed '/^  view: false/a\  mirrors: {release: file://'"$tmp"'/mirror}' "$tmp/spack.yaml.orig" >"$tmp/relenv/spack.yaml"
+  release="hugepool@0.1.0 ~helper ~mpi"
+  (cd "$tmp/relenv" && spack -e . add "$release" && spack -e . concretize -f && spack -e . install) >"$tmp/release.log" 2>&1 &&
+    grep -q "hugepool-run" <<<"$(ls "$(cd "$tmp/relenv" && spack -e . location -i hugepool@0.1.0)/bin" 2>&1)" &&
+    pass "spack install $release from the mirror: checksum verified, built offline" ||
+    fail "release build: $(grep -iE -B 3 -A 10 'error|checksum' "$tmp/release.log" | head -n 40)"
+  # One byte changed: Spack refuses the tarball.
+  cp "$tmp/mirror/hugepool/$rel" "$tmp/good.tar.gz"
+  printf '\x00' | dd of="$tmp/mirror/hugepool/$rel" bs=1 seek=100 conv=notrunc status=none
+  (cd "$tmp/relenv" && spack clean --downloads --stage && spack -e . fetch hugepool@0.1.0) >"$tmp/bad.log" 2>&1
+  rc=$?
+  ((rc != 0)) && grep -qi 'checksum' "$tmp/bad.log" && pass "a tarball with one byte changed is refused (checksum)" ||
+    fail "a changed tarball: rc $rc, $(tail -n 8 "$tmp/bad.log")"
+  mv "$tmp/good.tar.gz" "$tmp/mirror/hugepool/$rel"
+else
+  fail "packaging/dist 0.1.0: $(cat "$tmp/dist.log")"
 fi
 elapsed
 echo "$fails failure(s)"

@@ -2,12 +2,20 @@
 """Spack package for hugepool, kept with its source (packaging/spack is a
 Spack package repository: `spack repo add packaging/spack`).
 
-Build from a checkout with `spack develop --path <checkout> hugepool@=0.1.0`
-in an environment, then `spack install`; tests/tools/spack.sh does that
-against externals for Debian's packages.  The build uses only what the spec
+A release is a tarball made by packaging/dist from the commit that
+packaging/releases names for it (the same bytes on any machine: the sha256
+pinned below).  The project has no public download site yet, so the recipe
+fetches like Spack's recipes for sources that are not public: from a
+mirror (`spack mirror add NAME file://DIR`, the tarball in DIR/hugepool/),
+or else from the directory spack runs in.  A checkout builds with
+`spack develop --path <checkout> hugepool@=0.1.0` in an environment, then
+`spack install`.  tests/tools/spack.sh does both, offline, against
+externals for Debian's packages.  The build uses only what the spec
 provides: what the variants leave out is switched off in CMake, never left
 to be found on the system (an MPI, Slurm's spank.h, a Fortran compiler,
 Python with numpy)."""
+
+import os
 
 try:  # Spack 1.x: build systems live in the builtin repository
     from spack_repo.builtin.build_systems.cmake import CMakePackage
@@ -26,7 +34,12 @@ class Hugepool(CMakePackage):
 
     license("BSD-3-Clause")
 
-    version("0.1.0")
+    # packaging/dist 0.1.0 (tag v0.1.0); no public URL: see the docstring.
+    manual_download = True
+    version("0.1.0", sha256="2146c5dea7b4fbc5b0e65342ce60dac519ef92b8e484d0b400ee4db832822ea1")
+
+    def url_for_version(self, version):
+        return "file://{0}/hugepool-{1}.tar.gz".format(os.getcwd(), version)
 
     variant("mpi", default=True, description="MPI layer (libhugepool_mpi) and MPI_Alloc_mem under hugepool-run")
     variant("preload", default=True, description="LD_PRELOAD interposer and the hugepool-run launcher")
