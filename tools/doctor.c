@@ -206,6 +206,15 @@ int hugepool_doctor_main(int argc, char **argv) {
   } else {
     dr_row("at least one free page (no --need given)");
   }
+  /* A program that is not an MPI rank holds back, under hugepool-run, a
+   * single new request beyond an eighth of the pool (HUGEPOOL_HOLD=share,
+   * preload/hold.c): a pool sized for such a request alone serves it only
+   * with --hold all. */
+  if (!ranks && per_rank > 32)
+    dr_problem(DR_INFO, "hugepool-run --hold all -- PROGRAM",
+               "under hugepool-run, a program that is not an MPI rank leaves a single new request of more than an "
+               "eighth of the pool (and 64 MiB) to glibc (HUGEPOOL_HOLD=share); if one buffer is most of these "
+               "%llu pages, run it with --hold all", need.pages_2m);
 
   unsigned long long free_2m = 0, reservable_2m = 0;
   dr_check_pools(&need, &free_2m, &reservable_2m);

@@ -207,6 +207,21 @@ def fake_trees():
     scenario("ranks: buffers and UCX fit",
              lambda r: put(r, "/proc/mounts", "/dev/vda1 / ext4 rw 0 0\ncgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n"),
              "note", "no hugetlbfs is mounted", "", rc=0, args=("--need", "200M", "--ranks", "4"))
+    # One program's buffer of more than an eighth of the pool (and 64 MiB):
+    # under hugepool-run outside MPI ranks it needs --hold all; not said for
+    # a job of ranks, nor for 64 MiB.
+    scenario("one large buffer, no ranks: --hold all", None, "note", "leaves a single new request",
+             "hugepool-run --hold all -- PROGRAM", rc=0, args=("--need", "200M"))
+    for args in (("--need", "200M", "--ranks", "4"), ("--need", "64M")):
+        root = tempfile.mkdtemp(prefix="doctor-")
+        try:
+            os.chmod(root, 0o755)
+            healthy_tree(root)
+            _, rep, err = doctor(root, *args)
+            check(rep is not None and not has(rep, "note", "leaves a single new request", None),
+                  f"{' '.join(args)}: no --hold all note ({err.strip()[:200]})")
+        finally:
+            shutil.rmtree(root)
     scenario("ranks: UCX's pages tip the pool over", None, "error",
              "512 free unreserved pages and the job needs 515", "vm.nr_hugepages=515", args=("--need", "200M", "--ranks", "5"))
     scenario("no 2 MB pool", lambda r: shutil.rmtree(os.path.join(r, "sys/kernel/mm/hugepages/hugepages-2048kB")),
