@@ -45,32 +45,22 @@ static long session_of(const char *pid) {
   return state == 'Z' || state == 'X' ? -1 : sid; /* a zombie maps nothing, and cannot be killed */
 }
 
-/* Private_Hugetlb + Shared_Hugetlb of one process, in KiB (0 if gone). */
-static long hugetlb_kib(const char *pid) {
-  char path[64], line[256];
+/* From one read of a process's smaps_rollup, in KiB (0 if gone):
+ * Private_Hugetlb + Shared_Hugetlb, and Rss (which leaves hugetlb out). */
+static void rollup_kib(const char *pid, long *hugetlb, long *rss) {
+  char path[300], line[256]; /* pid: a d_name of /proc */
+  *hugetlb = *rss = 0;
   snprintf(path, sizeof(path), "/proc/%s/smaps_rollup", pid);
   FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  long sum = 0, v = 0;
+  if (!f) return;
+  long v = 0;
   while (fgets(line, sizeof(line), f)) {
     if (sscanf(line, "Private_Hugetlb: %ld kB", &v) == 1 || sscanf(line, "Shared_Hugetlb: %ld kB", &v) == 1)
-      sum += v;
+      *hugetlb += v;
+    else if (sscanf(line, "Rss: %ld kB", &v) == 1)
+      *rss = v;
   }
   fclose(f);
-  return sum;
-}
-
-/* Rss of one process in KiB (0 if gone). */
-static long rss_kib(const char *pid) {
-  char path[64], line[256];
-  snprintf(path, sizeof(path), "/proc/%s/smaps_rollup", pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  long v = 0, rss = 0;
-  while (fgets(line, sizeof(line), f))
-    if (sscanf(line, "Rss: %ld kB", &v) == 1) rss = v;
-  fclose(f);
-  return rss;
 }
 
 /* HugePages_Total - HugePages_Free + HugePages_Rsvd: the pool pages that
@@ -143,10 +133,11 @@ int main(int argc, char **argv) {
       while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
         if (session_of(e->d_name) != (long)child) continue;
-        long kib = hugetlb_kib(e->d_name);
+        long kib, rss_one;
+        rollup_kib(e->d_name, &kib, &rss_one);
         total += kib;
         if (kib > peak_one) peak_one = kib;
-        rss += rss_kib(e->d_name);
+        rss += rss_one;
       }
       closedir(d);
       if (total > peak_total) peak_total = total;
