@@ -254,6 +254,21 @@ def main():
         open(empty, "w").close()
         rep = merged(files + [empty])
         check(rep.get("ranks") == 4 and rep.get("ignored_files") == [empty], "an empty statistics file is ignored")
+        # A process whose only large request went to glibc beyond the pool
+        # share (HUGEPOOL_HOLD) is one of the job's, its rows merged.
+        held = os.path.join(work, "hp.held")
+        rec = {k: 0 if isinstance(v, (int, float)) and not isinstance(v, bool) else v for k, v in recs[0].items()}
+        rec.update(pid=99999, rank=9, started=recs[0]["started"], written=recs[0]["written"],
+                   preload_held_back=1, preload_held_back_bytes=3 << 29)
+        with open(held, "w") as f:
+            f.write(json.dumps(rec) + "\n")
+        rep = merged(files + [held])
+        check(rep.get("ranks") == 5 and not rep.get("ignored_files"),
+              f"a process that only held a request back is counted ({rep.get('ranks')}, {rep.get('ignored_files')})")
+        p = subprocess.run([HUGEPOOL + "-stats", *files, held], capture_output=True, text=True)
+        check("preload: beyond the pool share, to glibc" in p.stdout and "1.5 GiB" in p.stdout,
+              f"the text report names the held-back rows with sizes ({p.stdout[-600:]})")
+        os.unlink(held)
         bad = os.path.join(work, "garbage")
         open(bad, "w").write("not statistics\n")
         p = subprocess.run([HUGEPOOL + "-stats", bad], capture_output=True, text=True)
