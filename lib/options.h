@@ -66,6 +66,11 @@ enum { HP_FORK_COPY = 0, HP_FORK_KEEP = 1 };
 enum { HP_MPI_AUTO = 0, HP_MPI_OFF = 1 };
 enum { HP_CUDA_OFF = 0, HP_CUDA_ON = 1, HP_CUDA_ALL = 2 };
 enum { HP_HOLD_AUTO = 0, HP_HOLD_ALL = 1, HP_HOLD_SHARE = 2 };
+/* HUGEPOOL_HOLD=share (preload/hold.c): a new request of more than
+ * HP_HOLD_FLOOR bytes that is also more than 1/HP_HOLD_DIVISOR of the
+ * node's pool goes to glibc.  The doctor's --need note reads them too. */
+#define HP_HOLD_FLOOR ((size_t)64 << 20)
+#define HP_HOLD_DIVISOR 8
 /* HUGEPOOL_POLICY's fourth choice, the preload's default: the core is strict
  * and quiet, and the preload gives a large request it refuses to glibc. */
 enum { HP_POLICY_FALLBACK = 3 };

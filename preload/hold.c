@@ -3,8 +3,8 @@
  * (hugepool-run(1), "Pool pages held"; preload/README.md).
  *
  * A private hugetlb mapping reserves all its pages when it is made, touched
- * or not.  Under `share` a new request of more than HOLD_FLOOR bytes that is
- * also more than 1/HOLD_DIVISOR of the node's pool (nr_hugepages plus
+ * or not.  Under `share` a new request of more than HP_HOLD_FLOOR bytes that
+ * is also more than 1/HP_HOLD_DIVISOR of the node's pool (nr_hugepages plus
  * nr_overcommit_hugepages) goes to glibc, so that a buffer a program sizes
  * from its input and the machine's memory, and mostly never touches (GNU
  * sort), holds none of the pool.  A request of one page is never held back
@@ -22,8 +22,6 @@
 #include "hooks.h"
 #include "preload.h"
 
-#define HOLD_FLOOR ((size_t)64 << 20)
-#define HOLD_DIVISOR 8
 #define POOL_REREAD_NS 1000000000LL
 
 static bool hold_share;
@@ -55,11 +53,11 @@ static long pool_now(void) {
 }
 
 bool hpl_beyond_share(size_t size, bool count) {
-  if (HPL_LIKELY(!hold_share || size <= HOLD_FLOOR)) return false;
+  if (HPL_LIKELY(!hold_share || size <= HP_HOLD_FLOOR)) return false;
   size_t page = hugepool_get_page_size();
   size_t pages = size / page + (size % page != 0);
   long pool = pool_now();
-  if (pages <= 1 || pool < 0 || pages <= (size_t)pool / HOLD_DIVISOR) return false; /* unreadable pool: all */
+  if (pages <= 1 || pool < 0 || pages <= (size_t)pool / HP_HOLD_DIVISOR) return false; /* unreadable pool: all */
   if (!count) return true;
   if (hp_trace_on())
     hp_trace(HP_TRACE_HOLD, "%zu bytes to glibc malloc: %zu pages are more than an eighth of the pool's %ld "

@@ -212,13 +212,12 @@ static bool refused_strict(void) {
 /* A request at or above the threshold; `alignment` (<= 2 MB, or 0) matters
  * only for the fallback: hugepool buffers are 2 MB aligned. */
 static void *large_alloc(size_t size, bool zero, size_t alignment) {
-  bool held_back = hpl_beyond_share(size, true); /* HUGEPOOL_HOLD (hold.c) */
-  void *p = held_back ? NULL : zero ? hugepool_calloc(1, size) : hugepool_alloc(size);
-  if (HPL_LIKELY(p != NULL)) {
-    count_huge();
-    return p;
-  }
-  if (!held_back) {
+  if (!hpl_beyond_share(size, true)) { /* HUGEPOOL_HOLD (hold.c): else glibc's, no fallback */
+    void *p = zero ? hugepool_calloc(1, size) : hugepool_alloc(size);
+    if (HPL_LIKELY(p != NULL)) {
+      count_huge();
+      return p;
+    }
     if (refused_strict()) return NULL;
     count_fallback(size);
   }

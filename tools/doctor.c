@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include "doctor.h"
 #include "doctor-util.h"
+#include "../lib/options.h" /* HP_HOLD_FLOOR */
 
 #include <errno.h>
 #include <limits.h>
@@ -210,7 +211,7 @@ int hugepool_doctor_main(int argc, char **argv) {
    * single new request beyond an eighth of the pool (HUGEPOOL_HOLD=share,
    * preload/hold.c): a pool sized for such a request alone serves it only
    * with --hold all. */
-  if (!ranks && per_rank > 32)
+  if (!ranks && per_rank > HP_HOLD_FLOOR / (2u << 20))
     dr_problem(DR_INFO, "hugepool-run --hold all -- PROGRAM",
                "under hugepool-run, a program that is not an MPI rank leaves a single new request of more than an "
                "eighth of the pool (and 64 MiB) to glibc (HUGEPOOL_HOLD=share); if one buffer is most of these "
