@@ -6,6 +6,7 @@
 #include "alloc.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "cache.h"
@@ -55,11 +56,33 @@ static void *take_cached(size_t requested, size_t size, int node, hugepool_kind 
   return NULL;
 }
 
+static _Atomic size_t prefault_bytes;
+
+void alloc_set_prefault(size_t bytes) { atomic_store_explicit(&prefault_bytes, bytes, memory_order_relaxed); }
+
+/* HUGEPOOL_PREFAULT: the kernel clears a hugetlb page at its first touch,
+ * 2 MB at once (73 us here), inside whatever the program is timing: the
+ * first write to a fresh buffer.  glibc serves requests of up to its mmap
+ * threshold (at most 32 MiB) from heap memory it has already touched, so
+ * the first pages of each new block are faulted in now, in the malloc that
+ * maps them, in whole pages.  The pages were reserved at mmap: this takes
+ * no page the block did not already hold, and a failure leaves them to
+ * their first touch. */
+static void prefault(void *p, size_t size, size_t page) {
+  size_t want = atomic_load_explicit(&prefault_bytes, memory_order_relaxed);
+  size_t bytes = want >= size ? size : want / page * page;
+  if (bytes) (void)os_populate(p, bytes);
+}
+
 /* Maps fresh hugetlb memory; with a node, binds and populates it there so a
  * shortage on that node is an error now, not a SIGBUS later. */
 static void *map_huge(size_t size, size_t page, int node) {
   void *p = os_map_huge(size, page);
-  if (!p || node == HUGEPOOL_ANY_NODE) return p;
+  if (!p) return p;
+  if (node == HUGEPOOL_ANY_NODE) {
+    prefault(p, size, page);
+    return p;
+  }
   if (os_bind_node(p, size, node) != 0 || os_populate(p, size) != 0) {
     int err = errno;
     os_unmap(p, size);

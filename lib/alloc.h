@@ -36,6 +36,10 @@ static inline size_t hp_fit_max(size_t size, size_t page) {
  * caches or mapped (*fresh: new pages, zero), else the policy's fallback;
  * NULL with errno.  (hooks.h declares it for the preload too.) */
 HP_INTERNAL void *hp_allocate(size_t bytes, int node, bool *fresh);
+/* HUGEPOOL_PREFAULT as this process applies it (init.c): how many bytes at
+ * the start of each newly mapped hugetlb block are faulted in when it is
+ * mapped. */
+HP_INTERNAL void alloc_set_prefault(size_t bytes);
 /* The free of ptr.  keep: the block may go to a cache (hugepool_free); else
  * it goes back to the pool now (hp_free_to_pool).  quiet: a pointer that is
  * no live buffer is no error (hp_free_if_live).  false: nothing freed.

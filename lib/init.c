@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "alloc.h"
 #include "atfork.h"
 #include "cache.h"
 #include "launcher.h"
@@ -52,6 +53,11 @@ static void init_once(void) {
   }
   hp_set_page_size(page);
   cache_configure((size_t)option_get(HP_OPT_CACHE_SLOTS), (size_t)option_get(HP_OPT_CACHE_BYTES));
+  /* Where a page lands is decided at its fault: on more than one node the
+   * default leaves that to the thread that first writes it (OpenMP codes
+   * initialise in parallel for that reason). */
+  bool one_node = os_node_count() <= 1;
+  alloc_set_prefault(option_is_set(HP_OPT_PREFAULT) || one_node ? (size_t)option_get(HP_OPT_PREFAULT) : 0);
   atfork_install();
   atomic_store_explicit(&hp_ready, true, memory_order_release);
 }

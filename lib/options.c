@@ -128,4 +128,6 @@ void options_init(void) {
 
 long long option_get(hp_option_id id) { return options[id].value; }
 
+bool option_is_set(hp_option_id id) { return options[id].source == HP_OPTION_SET; }
+
 const char *option_get_string(hp_option_id id) { return options[id].source == HP_OPTION_SET ? options[id].text : NULL; }

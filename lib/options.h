@@ -44,6 +44,7 @@ typedef enum hp_option_id {
   HP_OPT_CUDA,
   HP_OPT_VERBOSE,
   HP_OPT_HOLD,
+  HP_OPT_PREFAULT,
   HP_OPT_COUNT
 } hp_option_id;
 
@@ -71,6 +72,9 @@ enum { HP_HOLD_AUTO = 0, HP_HOLD_ALL = 1, HP_HOLD_SHARE = 2 };
  * node's pool goes to glibc.  The doctor's --need note reads them too. */
 #define HP_HOLD_FLOOR ((size_t)64 << 20)
 #define HP_HOLD_DIVISOR 8
+/* HUGEPOOL_PREFAULT's default: the sizes glibc serves from memory it has
+ * already touched (its mmap threshold rises to at most 32 MiB). */
+#define HP_PREFAULT_DEFAULT ((size_t)32 << 20)
 /* HUGEPOOL_POLICY's fourth choice, the preload's default: the core is strict
  * and quiet, and the preload gives a large request it refuses to glibc. */
 enum { HP_POLICY_FALLBACK = 3 };
@@ -99,6 +103,8 @@ HP_INTERNAL void options_use_preload_defaults(void);
  * setuid/setgid program (AT_SECURE) it reads none of it. */
 HP_INTERNAL void options_init(void);
 HP_INTERNAL long long option_get(hp_option_id id);
+/* Whether the environment set option id to a valid value (not its default). */
+HP_INTERNAL bool option_is_set(hp_option_id id);
 /* The text of an HP_TYPE_TEXT option that was set, else NULL. */
 HP_INTERNAL const char *option_get_string(hp_option_id id);
 

@@ -83,6 +83,13 @@ void os_nodes_init(void) {
   }
 }
 
+int os_node_count(void) {
+  int n = 0;
+  for (size_t i = 0; i < sizeof(nodes_with_memory) / sizeof(nodes_with_memory[0]); i++)
+    n += __builtin_popcountl(nodes_with_memory[i]);
+  return n;
+}
+
 bool os_node_has_memory(int node) {
   if (node < 0 || node >= HP_MAX_NODES) return false;
   return (nodes_with_memory[(unsigned)node / (8 * sizeof(unsigned long))] >>

@@ -193,3 +193,16 @@ TEST_CASE("a process that made no hugepool allocation prints no statistics", "[o
   out = probe("HUGEPOOL_STATS=json", "4194304 1");
   CHECK(out.find("\"bytes_mapped_peak\": 4194304") != std::string::npos);
 }
+
+TEST_CASE("HUGEPOOL_PREFAULT sets how much of a new buffer is faulted in when it is handed out", "[options]") {
+  kv::PoolGuard pool(8);
+  // 8 MiB, before the probe touches it (its own smaps): an explicit value
+  // applies on any machine, in whole pages (5M: two), and never beyond the buffer.
+  CHECK(probe("HUGEPOOL_PREFAULT=0", "8388608 1 untouched").find("faulted_kb 0\n") != std::string::npos);
+  CHECK(probe("HUGEPOOL_PREFAULT=5M", "8388608 1 untouched").find("faulted_kb 4096\n") != std::string::npos);
+  CHECK(probe("HUGEPOOL_PREFAULT=1G", "8388608 1 untouched").find("faulted_kb 8192\n") != std::string::npos);
+  std::string out = probe("HUGEPOOL_PREFAULT=lots", "8388608 1 untouched");
+  CHECK(out.find("HUGEPOOL_PREFAULT='lots' is not valid (expected a size in bytes from 0 to 1024T") !=
+        std::string::npos);
+  CHECK(out.find("using the default 32M") != std::string::npos);
+}
