@@ -67,11 +67,15 @@ void alloc_set_prefault(size_t bytes) { atomic_store_explicit(&prefault_bytes, b
  * the first pages of each new block are faulted in now, in the malloc that
  * maps them, in whole pages.  The pages were reserved at mmap: this takes
  * no page the block did not already hold, and a failure leaves them to
- * their first touch. */
+ * their first touch (errno kept; a kernel without MADV_POPULATE_WRITE,
+ * before 5.14, says EINVAL once and is not asked again). */
 static void prefault(void *p, size_t size, size_t page) {
   size_t want = atomic_load_explicit(&prefault_bytes, memory_order_relaxed);
   size_t bytes = want >= size ? size : want / page * page;
-  if (bytes) (void)os_populate(p, bytes);
+  if (!bytes) return;
+  int saved = errno;
+  if (os_populate(p, bytes) != 0 && errno == EINVAL) alloc_set_prefault(0);
+  errno = saved;
 }
 
 /* Maps fresh hugetlb memory; with a node, binds and populates it there so a

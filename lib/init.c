@@ -38,9 +38,14 @@ static void thread_exit(hp_tcache *tc) {
 static void init_once(void) {
   os_keep_stderr(); /* before anything can warn */
   os_set_reporter(warn_from_os);
+  os_nodes_init();
+  /* Where a page lands is decided at its fault: where a first touch may
+   * choose between nodes, HUGEPOOL_PREFAULT's default leaves that to the
+   * thread that first writes the page (OpenMP codes initialise in parallel
+   * for that reason). */
+  if (os_node_count() > 1) options_set_default(HP_OPT_PREFAULT, 0);
   options_init();
   launcher_init();
-  os_nodes_init();
   share_init();
   tcache_init(thread_exit);
   long long policy = option_get(HP_OPT_POLICY);
@@ -53,11 +58,7 @@ static void init_once(void) {
   }
   hp_set_page_size(page);
   cache_configure((size_t)option_get(HP_OPT_CACHE_SLOTS), (size_t)option_get(HP_OPT_CACHE_BYTES));
-  /* Where a page lands is decided at its fault: on more than one node the
-   * default leaves that to the thread that first writes it (OpenMP codes
-   * initialise in parallel for that reason). */
-  bool one_node = os_node_count() <= 1;
-  alloc_set_prefault(option_is_set(HP_OPT_PREFAULT) || one_node ? (size_t)option_get(HP_OPT_PREFAULT) : 0);
+  alloc_set_prefault((size_t)option_get(HP_OPT_PREFAULT));
   atfork_install();
   atomic_store_explicit(&hp_ready, true, memory_order_release);
 }

@@ -80,8 +80,8 @@ static const hp_option_desc table[HP_OPT_COUNT] = {
     [HP_OPT_PREFAULT] = SIZE("HUGEPOOL_PREFAULT", (long long)HP_PREFAULT_DEFAULT, 1LL << 50,
                              "the first bytes of each newly mapped buffer (whole pages) that the kernel clears "
                              "when the buffer is handed out rather than at the program's first write to them (`0`: "
-                             "at first write); on a machine with more than one NUMA node the default is `0`, so "
-                             "that the thread that first writes a page places it"),
+                             "at first write); where a first touch may choose between NUMA nodes the default is "
+                             "`0`, so that the thread that first writes a page places it"),
 };
 
 const hp_option_desc *option_desc(hp_option_id id) { return &table[id]; }

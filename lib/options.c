@@ -50,11 +50,19 @@ static const char *keep_text(const char *text) {
   return copy;
 }
 static bool preload_defaults;
+static bool machine_default_set[HP_OPT_COUNT];
+static long long machine_default[HP_OPT_COUNT];
 
 void options_use_preload_defaults(void) { preload_defaults = true; }
 
+void options_set_default(hp_option_id id, long long value) {
+  machine_default[id] = value;
+  machine_default_set[id] = true;
+}
+
 static long long default_of(hp_option_id id) {
   const hp_option_desc *d = option_desc(id);
+  if (machine_default_set[id]) return machine_default[id];
   return preload_defaults ? d->preload_default : d->default_value;
 }
 
@@ -127,7 +135,5 @@ void options_init(void) {
 }
 
 long long option_get(hp_option_id id) { return options[id].value; }
-
-bool option_is_set(hp_option_id id) { return options[id].source == HP_OPTION_SET; }
 
 const char *option_get_string(hp_option_id id) { return options[id].source == HP_OPTION_SET ? options[id].text : NULL; }

@@ -99,12 +99,14 @@ HP_INTERNAL bool option_foreign(const char *name, size_t len);
 /* The preload's defaults instead of the library's; called by the preload
  * before anything starts the core (its constructor runs first). */
 HP_INTERNAL void options_use_preload_defaults(void);
+/* This machine's default for option id instead of the table's (HUGEPOOL_PREFAULT
+ * on more than one NUMA node); called before options_init(), so that a bad
+ * value's warning names the default that applies. */
+HP_INTERNAL void options_set_default(hp_option_id id, long long value);
 /* Reads the HUGEPOOL_* environment once; warnings go to stderr.  In a
  * setuid/setgid program (AT_SECURE) it reads none of it. */
 HP_INTERNAL void options_init(void);
 HP_INTERNAL long long option_get(hp_option_id id);
-/* Whether the environment set option id to a valid value (not its default). */
-HP_INTERNAL bool option_is_set(hp_option_id id);
 /* The text of an HP_TYPE_TEXT option that was set, else NULL. */
 HP_INTERNAL const char *option_get_string(hp_option_id id);
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "os.h"
@@ -64,31 +65,62 @@ bool os_page_size_supported(size_t page_size) {
 }
 
 /* Nodes with memory, read once from /sys/devices/system/node/has_memory
- * ("0", "0-3,6") so node-bound cache hits make no system call. */
+ * ("0", "0-3,6") so node-bound cache hits make no system call; and how many
+ * of them this process places pages on by first touch (os_node_count). */
 #define HP_MAX_NODES 1024
-static unsigned long nodes_with_memory[HP_MAX_NODES / (8 * sizeof(unsigned long))];
+#define HP_NODE_WORDS (HP_MAX_NODES / (8 * sizeof(unsigned long)))
+typedef unsigned long node_mask[HP_NODE_WORDS];
+static node_mask nodes_with_memory;
+static int first_touch_nodes;
 
-void os_nodes_init(void) {
-  char buf[512];
-  if (os_read_file("/sys/devices/system/node/has_memory", buf, sizeof(buf)) < 0) return;
-  const char *p = buf;
+/* A node list ("0", "0-3,6") into mask; false if there is none. */
+static bool parse_nodes(const char *p, node_mask mask) {
+  bool any = false;
   while (*p >= '0' && *p <= '9') {
     char *end = NULL;
     long lo = strtol(p, &end, 10), hi = lo;
     if (*end == '-') hi = strtol(end + 1, &end, 10);
     for (long n = lo; n <= hi && n < HP_MAX_NODES; n++) {
-      nodes_with_memory[n / (long)(8 * sizeof(unsigned long))] |= 1UL << (n % (long)(8 * sizeof(unsigned long)));
+      mask[n / (long)(8 * sizeof(unsigned long))] |= 1UL << (n % (long)(8 * sizeof(unsigned long)));
+      any = true;
     }
     p = *end == ',' ? end + 1 : end;
   }
+  return any;
 }
 
-int os_node_count(void) {
-  int n = 0;
-  for (size_t i = 0; i < sizeof(nodes_with_memory) / sizeof(nodes_with_memory[0]); i++)
-    n += __builtin_popcountl(nodes_with_memory[i]);
-  return n;
+/* A node list from a file, or the line of /proc/self/status that starts
+ * with `key`; false if it cannot be read. */
+static bool read_nodes(const char *path, const char *key, node_mask mask) {
+  char buf[4096];
+  if (os_read_file(path, buf, sizeof(buf)) < 0) return false;
+  const char *p = buf;
+  if (key) {
+    p = strstr(buf, key);
+    if (!p) return false;
+    p += strlen(key);
+    while (*p == ' ' || *p == '\t') p++;
+  }
+  return parse_nodes(p, mask);
 }
+
+void os_nodes_init(void) {
+  (void)read_nodes("/sys/devices/system/node/has_memory", NULL, nodes_with_memory);
+  /* First touch chooses between the nodes that have both CPUs and memory
+   * (a memory-only node, CXL or HBM, gets pages only by policy) and that
+   * this process may use (a cpuset or numactl --membind narrows them). */
+  node_mask cpu = {0}, allowed = {0};
+  bool have_cpu = read_nodes("/sys/devices/system/node/has_cpu", NULL, cpu);
+  bool have_allowed = read_nodes("/proc/self/status", "\nMems_allowed_list:", allowed);
+  int n = 0;
+  for (size_t i = 0; i < HP_NODE_WORDS; i++) {
+    unsigned long m = nodes_with_memory[i] & (have_cpu ? cpu[i] : ~0UL) & (have_allowed ? allowed[i] : ~0UL);
+    n += __builtin_popcountl(m);
+  }
+  first_touch_nodes = n;
+}
+
+int os_node_count(void) { return first_touch_nodes; }
 
 bool os_node_has_memory(int node) {
   if (node < 0 || node >= HP_MAX_NODES) return false;

@@ -63,9 +63,10 @@ typedef enum hugepool_kind {
  * fallback, if one is enabled) cannot cover it, EINVAL for bytes == 0 or an
  * impossible size.  The memory is not zeroed beyond what the kernel does for
  * a fresh mapping: a reused buffer keeps its previous contents.  Of a fresh
- * mapping the first HUGEPOOL_PREFAULT bytes (32 MiB by default on a machine
- * with one NUMA node, none on more) are faulted in before this returns, so
- * the kernel clears them here rather than at the program's first write. */
+ * mapping the first HUGEPOOL_PREFAULT bytes, rounded down to whole pages
+ * (32 MiB by default; none where a first touch may choose between NUMA
+ * nodes), are faulted in before this returns, so the kernel clears them here
+ * rather than at the program's first write. */
 HUGEPOOL_API HUGEPOOL_MALLOC_LIKE void *hugepool_alloc(size_t bytes);
 
 /* As hugepool_alloc(), with the pages bound to NUMA node `node` before first
