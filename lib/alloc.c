@@ -61,8 +61,8 @@ static _Atomic size_t prefault_bytes;
 void alloc_set_prefault(size_t bytes) { atomic_store_explicit(&prefault_bytes, bytes, memory_order_relaxed); }
 
 /* HUGEPOOL_PREFAULT: the kernel clears a hugetlb page at its first touch,
- * 2 MB at once (73 us here), inside whatever the program is timing: the
- * first write to a fresh buffer.  glibc serves requests of up to its mmap
+ * 2 MB at once (bench/RESULTS.md section 26), inside whatever the program
+ * is timing: the first write to a fresh buffer.  glibc serves requests of up to its mmap
  * threshold (at most 32 MiB) from heap memory it has already touched, so
  * the first pages of each new block are faulted in now, in the malloc that
  * maps them, in whole pages.  The pages were reserved at mmap: this takes

@@ -5,7 +5,6 @@
  * instead how much of each buffer the kernel shows faulted in before the
  * program has touched it (its own smaps' Private_Hugetlb: HUGEPOOL_PREFAULT).
  *   hugepool-probe [SIZE_BYTES [COUNT [untouched]]] */
-#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
