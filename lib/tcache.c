@@ -116,7 +116,10 @@ bool tcache_take(hp_tcache *tc, size_t size, size_t max_size, size_t requested, 
   tc_entry *best = NULL;
   for (size_t i = 0; i < ENTRIES; i++) {
     tc_entry *e = &tc->e[i];
-    if (fits(e, size, max_size, node, kind) && (!best || e->b.size < best->b.size)) best = e;
+    if (!fits(e, size, max_size, node, kind)) continue;
+    /* The smallest; of equal ones the last freed, whose lines a cache may
+     * still hold (glibc and jemalloc reuse last-in first-out too). */
+    if (!best || e->b.size < best->b.size || (e->b.size == best->b.size && e->age > best->age)) best = e;
   }
   if (best) {
     best->state = OUT; /* the registry entry stays as it is */

@@ -57,6 +57,40 @@ TEST_CASE("a cache hit returns the same mapping and takes no new page or fault",
   hugepool_trim();
 }
 
+// The last block freed is the first handed out again (LIFO, as glibc's bins
+// and jemalloc's caches do): of equal blocks it is the one most recently
+// written, in this thread's cache and in the shared one past it.
+TEST_CASE("of equal cached blocks the last freed is handed out first", "[cache]") {
+  kv::PoolGuard pool(12);
+  fresh_state();
+  constexpr int n = 8;  // beyond a thread cache's entries: the shared cache takes the rest
+  std::vector<char *> blocks;
+  for (int i = 0; i < n; i++) {
+    auto *p = static_cast<char *>(hugepool_alloc(2 * MiB));
+    REQUIRE(p != nullptr);
+    std::memset(p, i + 1, 2 * MiB);
+    blocks.push_back(p);
+  }
+  for (char *p : blocks) hugepool_free(p);  // freed first to last
+  const auto mem0 = kv::meminfo();
+  const std::string maps0 = hugetlb_maps();
+  std::vector<char *> again;
+  for (int i = 0; i < n; i++) {
+    auto *q = static_cast<char *>(hugepool_alloc(2 * MiB));
+    REQUIRE(q != nullptr);
+    again.push_back(q);
+  }
+  for (int i = 0; i < n; i++) {
+    INFO("allocation " << i);
+    CHECK(again[static_cast<size_t>(i)] == blocks[static_cast<size_t>(n - 1 - i)]);
+    CHECK(again[static_cast<size_t>(i)][4096] == n - i);  // its pages: the contents written last
+  }
+  CHECK(hugetlb_maps() == maps0);  // all from the cache: no hugetlb mmap, no munmap
+  CHECK(kv::meminfo().at("HugePages_Free") == mem0.at("HugePages_Free"));
+  for (char *q : again) hugepool_free(q);
+  hugepool_trim();
+}
+
 TEST_CASE("hugepool_calloc clears a reused buffer", "[cache]") {
   kv::PoolGuard pool(2);
   fresh_state();
