@@ -19,7 +19,7 @@ enum { EMPTY, CACHED, OUT }; /* OUT: handed out, live, still marked in the regis
 typedef struct tc_entry {
   hp_block b;     /* CACHED, OUT: the block (OUT: with the caller's requested size) */
   size_t lease;   /* bytes of room held in the cache's limits, 0: none */
-  uint64_t age;   /* when b was put here, for the oldest-first victim */
+  uint64_t age;   /* when b was put here: the oldest is the victim, the newest of equal blocks goes out first */
   uint32_t state; /* EMPTY, CACHED or OUT */
 } tc_entry;
 

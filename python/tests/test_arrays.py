@@ -69,9 +69,10 @@ class Arrays(unittest.TestCase):
         del v
         c = hugepool.empty(MiB, np.float64)
         self.assertNotEqual(addr(c), first, "a memoryview keeps it too")
-        del m, c
+        del m  # the last reference: the buffer is freed, the last one of its size
         d = hugepool.empty(MiB, np.float64)
         self.assertEqual(addr(d), first, "once the last reference is gone it is reused")
+        del c, d
 
     def test_zeros_clears_a_reused_buffer(self):
         a = hugepool.empty(MiB, np.float64)
