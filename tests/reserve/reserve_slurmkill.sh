@@ -140,6 +140,13 @@ done
 prolog_kills=$kills
 pass "the prolog killed at each of its ${#prolog_points[@]} calls ($prolog_kills kills): every page settled"
 
+# slurmd may still be retrying a killed prolog's "prolog complete" message
+# (every 15 s, seen minutes later), and each answer drains the node again,
+# in the middle of the next loop.  A new slurmd has no such retry.
+slurmd_stop
+scontrol update nodename="$host" state=resume 2>/dev/null || true
+slurmd_start
+
 # --- the epilog killed at each of them ---
 for pt in "${epilog_points[@]}"; do
   read -r name ord <<<"$pt"
