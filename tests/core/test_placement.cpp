@@ -221,7 +221,8 @@ static size_t first_touch_nodes() {
   std::set<int> mem = node_list(kv::read_file("/sys/devices/system/node/has_memory"));
   std::set<int> cpu = node_list(kv::read_file("/sys/devices/system/node/has_cpu"));
   const std::string status = kv::read_file("/proc/self/status"), key = "\nMems_allowed_list:";
-  const size_t at = status.find(key), list = at == std::string::npos ? at : status.find_first_not_of(" \t", at + key.size());
+  const size_t at = status.find(key),
+               list = at == std::string::npos ? at : status.find_first_not_of(" \t", at + key.size());
   std::set<int> allowed = node_list(list == std::string::npos ? "" : status.substr(list));
   size_t n = 0;
   for (int node : mem) n += cpu.count(node) && allowed.count(node);
