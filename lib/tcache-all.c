@@ -13,20 +13,23 @@ static bool matches(const tc_entry *e, size_t size, int node, hugepool_kind kind
   return e->state == CACHED && s->size == size && s->kind == kind && (node == HUGEPOOL_ANY_NODE || s->node == node);
 }
 
+/* From the first cache holding a match, its last freed one: the one whose
+ * lines a CPU cache may still hold, as tcache_take picks in its own cache. */
 bool tcache_steal(size_t size, int node, hugepool_kind kind, hp_block *out) {
   for (hp_tcache *tc = tcache_list; tc; tc = tc->next) {
     hp_spin_lock(&tc->lock);
+    tc_entry *best = NULL;
     for (size_t i = 0; i < ENTRIES; i++) {
       tc_entry *e = &tc->e[i];
-      if (matches(e, size, node, kind)) {
-        *out = e->b;
-        tcache_unmark(tc, e, false, NULL);
-        tcache_drop_lease(e);
-        hp_spin_unlock(&tc->lock);
-        return true;
-      }
+      if (matches(e, size, node, kind) && (!best || e->age > best->age)) best = e;
+    }
+    if (best) {
+      *out = best->b;
+      tcache_unmark(tc, best, false, NULL);
+      tcache_drop_lease(best);
     }
     hp_spin_unlock(&tc->lock);
+    if (best) return true;
   }
   return false;
 }

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "core_test.hpp"
@@ -88,6 +89,44 @@ TEST_CASE("of equal cached blocks the last freed is handed out first", "[cache]"
   CHECK(hugetlb_maps() == maps0);  // all from the cache: no hugetlb mmap, no munmap
   CHECK(kv::meminfo().at("HugePages_Free") == mem0.at("HugePages_Free"));
   for (char *q : again) hugepool_free(q);
+  hugepool_trim();
+}
+
+// Another thread's cached blocks: a thread whose own cache and the shared one
+// are empty takes them from the owner's cache, again the last freed first.
+TEST_CASE("a block taken from another thread's cache is its last freed", "[cache]") {
+  kv::PoolGuard pool(6);
+  fresh_state();
+  constexpr int n = 4;  // a thread cache's entries: all stay in this thread's cache
+  std::vector<char *> blocks;
+  for (int i = 0; i < n; i++) {
+    auto *p = static_cast<char *>(hugepool_alloc(2 * MiB));
+    REQUIRE(p != nullptr);
+    std::memset(p, i + 1, 2 * MiB);
+    blocks.push_back(p);
+  }
+  for (char *p : blocks) hugepool_free(p);  // freed first to last
+  const auto mem0 = kv::meminfo();
+  const std::string maps0 = hugetlb_maps();
+  std::vector<char *> taken;
+  std::vector<int> seen;
+  std::thread other([&] {  // its own cache is empty, and so is the shared one
+    for (int i = 0; i < n; i++) {
+      auto *q = static_cast<char *>(hugepool_alloc(2 * MiB));
+      taken.push_back(q);
+      seen.push_back(q ? q[4096] : -1);
+    }
+    for (char *q : taken) hugepool_free(q);
+  });
+  other.join();
+  REQUIRE(taken.size() == static_cast<size_t>(n));
+  for (int i = 0; i < n; i++) {
+    INFO("allocation " << i << " in the other thread");
+    CHECK(taken[static_cast<size_t>(i)] == blocks[static_cast<size_t>(n - 1 - i)]);
+    CHECK(seen[static_cast<size_t>(i)] == n - i);  // its pages: the contents written last
+  }
+  CHECK(hugetlb_maps() == maps0);  // all from this thread's cache: no hugetlb mmap, no munmap
+  CHECK(kv::meminfo().at("HugePages_Free") == mem0.at("HugePages_Free"));
   hugepool_trim();
 }
 
