@@ -56,6 +56,34 @@ static void *take_cached(size_t requested, size_t size, int node, hugepool_kind 
   return NULL;
 }
 
+/* HUGEPOOL_CACHE_DECAY: a cached block nobody took for decay_ms goes back
+ * to the pool at the next slow path (a new mapping, a free its thread's
+ * cache cannot keep), so a program that freed a buffer it will not ask for
+ * again holds no pool page for it.  A hot loop that reuses its buffers runs
+ * no slow path and loses nothing.  The cost, with a decay set: a coarse
+ * clock read (4 ns) at each free, and on slow paths a look at every cache
+ * at most once a clock tick (4 ms). */
+static _Atomic long long decay_ms;
+static _Atomic long long decay_looked_ms;
+
+void alloc_set_decay(long long ms) {
+  atomic_store_explicit(&decay_ms, ms > 0 ? ms : 0, memory_order_relaxed);
+  tcache_set_stamping(ms > 0);
+}
+
+static void give_back_idle(void) {
+  long long decay = atomic_load_explicit(&decay_ms, memory_order_relaxed);
+  if (!decay) return;
+  long long now = os_coarse_ns() / 1000000, last = atomic_load_explicit(&decay_looked_ms, memory_order_relaxed);
+  if (last == now || !atomic_compare_exchange_strong_explicit(&decay_looked_ms, &last, now, memory_order_relaxed,
+                                                              memory_order_relaxed))
+    return; /* looked at in this clock tick, or another thread looks now */
+  size_t bytes = release_idle(now, decay);
+  if (bytes && hp_trace_on())
+    hp_trace(HP_TRACE_IDLE, "%zu bytes of cached buffers unused for %lld ms or more given back to the pool", bytes,
+             decay);
+}
+
 static _Atomic size_t prefault_bytes;
 
 void alloc_set_prefault(size_t bytes) { atomic_store_explicit(&prefault_bytes, bytes, memory_order_relaxed); }
@@ -162,6 +190,7 @@ static void *map_huge_trying(size_t size, size_t page, int node, hugepool_kind k
 /* Maps a new block of `kind` and registers it. */
 static void *map_new(size_t requested, size_t size, int node, hugepool_kind kind, bool *fresh) {
   size_t page = hp_page_of(kind);
+  give_back_idle();
   void *p = page ? map_huge_reclaiming(size, page, node, kind) : map_fallback(size, node, kind == HUGEPOOL_KIND_THP);
   if (!p) return NULL;
   if (page) share_mapped(page, (long long)size);
@@ -303,6 +332,7 @@ bool alloc_free(void *ptr, bool keep, bool quiet) {
   pthread_mutex_unlock(&hp_lock);
   release_now(victims, n_victims); /* lazy release: outside the lock */
   if (headroom) os_unmap((char *)b.addr + b.size, headroom);
+  give_back_idle();
   errno = saved;
   return true;
 }

@@ -40,6 +40,9 @@ HP_INTERNAL void *hp_allocate(size_t bytes, int node, bool *fresh);
  * the start of each newly mapped hugetlb block are faulted in when it is
  * mapped. */
 HP_INTERNAL void alloc_set_prefault(size_t bytes);
+/* HUGEPOOL_CACHE_DECAY as this process applies it (init.c): cached blocks
+ * unused for longer than ms go back at the next slow path; 0: never. */
+HP_INTERNAL void alloc_set_decay(long long ms);
 /* The free of ptr.  keep: the block may go to a cache (hugepool_free); else
  * it goes back to the pool now (hp_free_to_pool).  quiet: a pointer that is
  * no live buffer is no error (hp_free_if_live).  false: nothing freed.

@@ -122,8 +122,8 @@ void hp_asked_size(char *out, size_t len, unsigned long long v) {
 static atomic_bool trace_on;
 static _Atomic long long trace_next_ns[HP_TRACE_KINDS]; /* 0: the kind has not spoken */
 static atomic_ulong trace_unsaid[HP_TRACE_KINDS];
-static const char *const trace_names[HP_TRACE_KINDS] = {"hugetlb", "cache hit", "fallback", "fork", "split",
-                                                              "beyond the pool share"};
+static const char *const trace_names[HP_TRACE_KINDS] = {
+    "hugetlb", "cache hit", "fallback", "fork", "split", "beyond the pool share", "idle cache"};
 
 void hp_trace_enable(bool on) { atomic_store(&trace_on, on); }
 

@@ -29,6 +29,7 @@ typedef uint32_t ref; /* index into entries[]; 0 is "none" */
 
 typedef struct entry {
   hp_block b;
+  long long since_ms;       /* when it was cached (coarse clock): entries are in this order on `all` */
   ref bucket_next;          /* next entry of the same bucket */
   ref age_prev, age_next;   /* all entries, oldest first */
   ref kind_prev, kind_next; /* entries of this kind, oldest first */
@@ -141,6 +142,7 @@ static int insert(const hp_block *b) {
   entry *e = &entries[r];
   e->b = *b;
   e->b.requested = 0;
+  e->since_ms = os_coarse_ns() / 1000000;
   size_t k = bucket_of(b->size, b->kind, n_buckets);
   e->bucket_next = buckets[k];
   buckets[k] = r;
@@ -203,6 +205,13 @@ bool cache_take(size_t size, size_t max_size, int node, hugepool_kind kind, hp_b
 bool cache_evict_kind(hugepool_kind kind, hp_block *out) {
   ref r = of_kind[kind % KINDS].head;
   if (!r) return false;
+  remove_entry(r, out);
+  return true;
+}
+
+bool cache_evict_idle(long long cached_by_ms, hp_block *out) {
+  ref r = all.head; /* the oldest: the rest were cached later */
+  if (!r || entries[r].since_ms > cached_by_ms) return false;
   remove_entry(r, out);
   return true;
 }

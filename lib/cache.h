@@ -34,6 +34,9 @@ HP_INTERNAL bool cache_lease_fits(size_t size, size_t give_slots, size_t give_by
 HP_INTERNAL void cache_add_unchecked(const hp_block *b, hp_block *victims, size_t max_victims, size_t *n_victims);
 /* Evicts the oldest block of `kind`; false if none is cached. */
 HP_INTERNAL bool cache_evict_kind(hugepool_kind kind, hp_block *out);
+/* Evicts the oldest block if it was cached at or before cached_by_ms (the
+ * coarse clock, os_coarse_ns() / 1000000); false otherwise. */
+HP_INTERNAL bool cache_evict_idle(long long cached_by_ms, hp_block *out);
 /* Moves up to max_out cached blocks, oldest first, into out[]; returns how many. */
 HP_INTERNAL size_t cache_drain(hp_block *out, size_t max_out);
 /* Evicts the oldest blocks until the cache and the leases fit the limits. */

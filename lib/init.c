@@ -59,6 +59,7 @@ static void init_once(void) {
   hp_set_page_size(page);
   cache_configure((size_t)option_get(HP_OPT_CACHE_SLOTS), (size_t)option_get(HP_OPT_CACHE_BYTES));
   alloc_set_prefault((size_t)option_get(HP_OPT_PREFAULT));
+  alloc_set_decay(option_get(HP_OPT_CACHE_DECAY));
   atfork_install();
   atomic_store_explicit(&hp_ready, true, memory_order_release);
 }

@@ -38,6 +38,19 @@ static const hp_option_desc table[HP_OPT_COUNT] = {
     [HP_OPT_CACHE_BYTES] = SIZE("HUGEPOOL_CACHE_BYTES", 1LL << 30, 1LL << 50,
                                  "most bytes kept in freed buffers; in an MPI job, never beyond the rank's share of the "
                                  "node's pool (see \"One pool, many ranks\" in hugepool-run(1))"),
+    /* The library's default keeps cached buffers until the limits or a trim
+     * evict them, as before; the preload's, a site default for programs that
+     * never asked for a cache, gives back what lies idle (README.md). */
+    [HP_OPT_CACHE_DECAY] = {.name = "HUGEPOOL_CACHE_DECAY",
+                            .type = HP_TYPE_NUMBER,
+                            .default_value = 0,
+                            .preload_default = HP_CACHE_DECAY_PRELOAD_MS,
+                            .max = 86400000,
+                            .unit = "ms",
+                            .help = "milliseconds: a freed buffer left unused in the cache for longer goes back to "
+                                    "the pool the next time the process maps a new buffer or frees one its thread's "
+                                    "cache cannot keep (`0`: only the cache's limits and `hugepool_trim()` give "
+                                    "cached buffers back; see \"The cache\" in README.md)"},
     [HP_OPT_STATS] = CHOICE("HUGEPOOL_STATS", HP_STATS_OFF, HP_STATS_OFF, "0|1|json", 0,
                             "`1`: print statistics as text at exit; `json`: as one JSON line"),
     [HP_OPT_STATS_FILE] = TEXT("HUGEPOOL_STATS_FILE",
@@ -69,8 +82,9 @@ static const hp_option_desc table[HP_OPT_COUNT] = {
                            "`--cuda` also sets PyTorch's `pinned_use_cuda_host_register:True`"),
     [HP_OPT_VERBOSE] = CHOICE("HUGEPOOL_VERBOSE", 0, 0, "0|1", 0,
                               "`1`: one line per kind of decision (hugetlb mapping, cache hit, fallback and why, fork "
-                              "copy, 2 MB page split) at its first occurrence, then at most one a second with the "
-                              "count of those unsaid, on the stderr the statistics go to (`hugepool-run -v`)"),
+                              "copy, 2 MB page split, cached buffers given back unused) at its first occurrence, "
+                              "then at most one a second with the count of those unsaid, on the stderr the "
+                              "statistics go to (`hugepool-run -v`)"),
     [HP_OPT_HOLD] = CHOICE("HUGEPOOL_HOLD", HP_HOLD_AUTO, HP_HOLD_AUTO, "auto|all|share", 0,
                            "preload only: `all` reserves every large request whole when it is handed out; `share` "
                            "gives a new request of more than 64 MiB and more than an eighth of the node's pool to "

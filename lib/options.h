@@ -33,6 +33,7 @@ typedef enum hp_option_id {
   HP_OPT_PAGE_SIZE,
   HP_OPT_CACHE_SLOTS,
   HP_OPT_CACHE_BYTES,
+  HP_OPT_CACHE_DECAY,
   HP_OPT_STATS,
   HP_OPT_STATS_FILE,
   HP_OPT_WARN,
@@ -75,6 +76,9 @@ enum { HP_HOLD_AUTO = 0, HP_HOLD_ALL = 1, HP_HOLD_SHARE = 2 };
 /* HUGEPOOL_PREFAULT's default: the sizes glibc serves from memory it has
  * already touched (its mmap threshold rises to at most 32 MiB). */
 #define HP_PREFAULT_DEFAULT ((size_t)32 << 20)
+/* HUGEPOOL_CACHE_DECAY's default under the preload, in ms (README.md,
+ * "Choosing the defaults"). */
+#define HP_CACHE_DECAY_PRELOAD_MS 1000
 /* HUGEPOOL_POLICY's fourth choice, the preload's default: the core is strict
  * and quiet, and the preload gives a large request it refuses to glibc. */
 enum { HP_POLICY_FALLBACK = 3 };

@@ -85,6 +85,23 @@ static size_t take_any(hp_block *out, size_t max, void *arg) {
 
 size_t release_cached(void) { return release_batches(take_any, NULL, &hp_stats.trims); }
 
+typedef struct idle {
+  long long now_ms, cached_by_ms;
+} idle;
+
+/* Blocks cached at or before cached_by_ms, the shared cache's then the threads'. */
+static size_t take_idle(hp_block *out, size_t max, void *arg) {
+  const idle *w = arg;
+  size_t n = 0;
+  while (n < max && cache_evict_idle(w->cached_by_ms, &out[n])) n++;
+  return n + tcache_drain_idle(w->now_ms, w->cached_by_ms, out + n, max - n);
+}
+
+size_t release_idle(long long now_ms, long long decay_ms) {
+  idle w = {now_ms, now_ms - decay_ms};
+  return release_batches(take_idle, &w, &hp_stats.cache_evictions);
+}
+
 size_t release_for(hugepool_kind kind, size_t need) {
   reclaim r = {kind, need};
   return need ? release_batches(take_of_kind, &r, &hp_stats.cache_evictions) : 0;

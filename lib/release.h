@@ -34,6 +34,10 @@ HP_INTERNAL size_t release_for(hugepool_kind kind, size_t need);
 /* Releases every cached block, the shared cache's and the threads' (a
  * trim: each block counted in trims); returns the bytes. */
 HP_INTERNAL size_t release_cached(void);
+/* Releases every cached block (the shared cache's and the threads') cached
+ * for decay_ms or more by now_ms (coarse clock, ms), each counted in
+ * cache_evictions; returns the bytes. */
+HP_INTERNAL size_t release_idle(long long now_ms, long long decay_ms);
 /* Waits until other threads' lazy releases have reached the pool. */
 HP_INTERNAL void release_wait(void);
 /* fork child: releases in flight in the parent never happen here. */

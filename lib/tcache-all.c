@@ -51,6 +51,23 @@ size_t tcache_drain(hugepool_kind kind, hp_block *out, size_t max, size_t *bytes
   return n;
 }
 
+size_t tcache_drain_idle(long long now_ms, long long cached_by_ms, hp_block *out, size_t max) {
+  size_t n = 0;
+  for (hp_tcache *tc = tcache_list; tc && n < max; tc = tc->next) {
+    hp_spin_lock(&tc->lock);
+    for (size_t i = 0; i < ENTRIES && n < max; i++) {
+      tc_entry *e = &tc->e[i];
+      if (e->state == CACHED && e->since_ms == 0) e->since_ms = now_ms; /* freed with no time noted */
+      if (e->state != CACHED || e->since_ms > cached_by_ms) continue;
+      out[n++] = e->b;
+      tcache_unmark(tc, e, false, NULL);
+      tcache_drop_lease(e);
+    }
+    hp_spin_unlock(&tc->lock);
+  }
+  return n;
+}
+
 void tcache_totals(size_t *count, size_t *bytes) {
   *count = *bytes = 0;
   for (hp_tcache *tc = tcache_list; tc; tc = tc->next) {

@@ -20,6 +20,7 @@ typedef struct tc_entry {
   hp_block b;     /* CACHED, OUT: the block (OUT: with the caller's requested size) */
   size_t lease;   /* bytes of room held in the cache's limits, 0: none */
   uint64_t age;   /* when b was put here: the oldest is the victim, the newest of equal blocks goes out first */
+  long long since_ms; /* CACHED: when b was freed into it (coarse clock, for HUGEPOOL_CACHE_DECAY) */
   uint32_t state; /* EMPTY, CACHED or OUT */
 } tc_entry;
 

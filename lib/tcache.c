@@ -32,6 +32,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "cache.h"
@@ -42,6 +43,7 @@
 _Static_assert(sizeof(hugepool_stats) % sizeof(uint64_t) == 0, "hugepool_stats is made of uint64_t counters");
 
 hp_tcache *tcache_list; /* every thread cache ever made (hp_lock) */
+static atomic_bool stamping; /* HUGEPOOL_CACHE_DECAY is on: freed blocks get their time */
 static pthread_key_t exit_key;
 static __thread hp_tcache *self __attribute__((tls_model("initial-exec")));
 static void (*on_exit_fn)(hp_tcache *tc);
@@ -79,6 +81,14 @@ hp_tcache *tcache_self(void) {
 }
 
 hp_tcache *tcache_self_if_any(void) { return self; }
+
+void tcache_set_stamping(bool on) { atomic_store_explicit(&stamping, on, memory_order_relaxed); }
+
+/* When a block is freed into a cache: the coarse clock (4 ns) while a decay
+ * is set, else 0, which tcache_drain_idle reads as "first seen idle now". */
+static long long stamp_now(void) {
+  return atomic_load_explicit(&stamping, memory_order_relaxed) ? os_coarse_ns() / 1000000 : 0;
+}
 
 /* The block as the registry marks it. */
 static hp_block marked(hp_tcache *tc, tc_entry *e) {
@@ -143,6 +153,7 @@ int tcache_free_own(hp_tcache *tc, const void *addr, hp_block *out) {
     if (may_cache) {
       e->state = CACHED;
       e->age = ++tc->clock;
+      e->since_ms = stamp_now();
       hp_spin_unlock(&tc->lock);
       return 1;
     }
@@ -207,6 +218,7 @@ static bool place(hp_tcache *tc, tc_entry *e, const hp_block *b) {
   }
   e->state = CACHED;
   e->age = ++tc->clock;
+  e->since_ms = stamp_now();
   return true;
 }
 

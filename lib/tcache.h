@@ -27,6 +27,9 @@ HP_INTERNAL void tcache_init(void (*on_thread_exit)(hp_tcache *tc));
  * metadata cannot be had.  _if_any: NULL rather than create one. */
 HP_INTERNAL hp_tcache *tcache_self(void);
 HP_INTERNAL hp_tcache *tcache_self_if_any(void);
+/* HUGEPOOL_CACHE_DECAY set (alloc.c): the fast paths note when each block
+ * is freed (a coarse clock read); unset, they note nothing. */
+HP_INTERNAL void tcache_set_stamping(bool on);
 /* Fast paths: counters of the hit or the free go into the thread's cache. */
 /* A hit takes the smallest cached block of size .. max_size (hp_fit_max). */
 HP_INTERNAL bool tcache_take(hp_tcache *tc, size_t size, size_t max_size, size_t requested, int node,
@@ -58,6 +61,10 @@ HP_INTERNAL bool tcache_steal(size_t size, int node, hugepool_kind kind, hp_bloc
 /* Under hp_lock: moves up to max cached blocks out of every thread cache
  * (of `kind`, or any with HUGEPOOL_KIND_NONE), returning their leases. */
 HP_INTERNAL size_t tcache_drain(hugepool_kind kind, hp_block *out, size_t max, size_t *bytes_left);
+/* Under hp_lock: moves up to max blocks that were cached at or before
+ * cached_by_ms (coarse clock) out of every thread cache, returning their
+ * leases; a block with no time yet gets now_ms and stays. */
+HP_INTERNAL size_t tcache_drain_idle(long long now_ms, long long cached_by_ms, hp_block *out, size_t max);
 /* Under hp_lock: blocks cached by the threads, and of one kind. */
 HP_INTERNAL void tcache_totals(size_t *count, size_t *bytes);
 HP_INTERNAL size_t tcache_bytes_of_kind(hugepool_kind kind);

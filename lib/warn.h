@@ -37,6 +37,7 @@ typedef enum hp_trace_kind {
   HP_TRACE_FORK,     /* live buffers copied into a forked child */
   HP_TRACE_SPLIT,    /* a 2 MB page moved to 4 KB pages */
   HP_TRACE_HOLD,     /* a request beyond the pool share left to glibc (preload) */
+  HP_TRACE_IDLE,     /* cached buffers unused past HUGEPOOL_CACHE_DECAY given back */
   HP_TRACE_KINDS
 } hp_trace_kind;
 /* Cheap when off: one relaxed load. */

@@ -47,6 +47,7 @@ static const flag flags[] = {
     {"    --page-size SIZE", "page-size", NULL, HP_OPT_PAGE_SIZE, 0, true},
     {"    --cache-slots N", "cache-slots", NULL, HP_OPT_CACHE_SLOTS, 0, true},
     {"    --cache-bytes SIZE", "cache-bytes", NULL, HP_OPT_CACHE_BYTES, 0, true},
+    {"    --cache-decay MS", "cache-decay", NULL, HP_OPT_CACHE_DECAY, 0, true},
     {"    --mpi MODE", "mpi", NULL, HP_OPT_MPI, 0, true},
     {"    --mpi-win-shared", "mpi-win-shared", "1", HP_OPT_MPI_WIN_SHARED, 0, false},
     {"    --cuda[=MODE]", "cuda", "1", HP_OPT_CUDA, 0, false}, /* --cuda alone: 1 */

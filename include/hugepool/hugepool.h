@@ -140,7 +140,7 @@ typedef struct hugepool_stats {
   uint64_t failures;        /* allocations answered with NULL */
   uint64_t cache_hits;      /* allocations served from the cache */
   uint64_t cache_misses;    /* allocations that had to map memory */
-  uint64_t cache_evictions; /* cached mappings released to make room */
+  uint64_t cache_evictions; /* cached mappings released to make room or left unused (HUGEPOOL_CACHE_DECAY) */
   uint64_t trims;           /* cached mappings released by hugepool_trim() */
   uint64_t fallbacks_thp;   /* allocations served by THP fallback */
   uint64_t fallbacks_small; /* allocations served by 4 KB fallback */

@@ -4,13 +4,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <sstream>
 #include <thread>
 #include <vector>
 
+#include "alloc.h"  // alloc_set_decay: HUGEPOOL_CACHE_DECAY as init.c applies it
 #include "core_test.hpp"
 
 using namespace test;
@@ -128,6 +131,56 @@ TEST_CASE("a block taken from another thread's cache is its last freed", "[cache
   CHECK(hugetlb_maps() == maps0);  // all from this thread's cache: no hugetlb mmap, no munmap
   CHECK(kv::meminfo().at("HugePages_Free") == mem0.at("HugePages_Free"));
   hugepool_trim();
+}
+
+static size_t count_lines(const std::string &text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+// HUGEPOOL_CACHE_DECAY: a cached buffer left unused for longer than the decay
+// goes back to the kernel at the next new mapping; one freed just before
+// stays cached.  From the kernel's view: the hugetlb mappings and
+// HugePages_Free.  With no decay (the library's default) both stay.
+TEST_CASE("a buffer left in the cache past HUGEPOOL_CACHE_DECAY goes back at the next new mapping", "[cache]") {
+  for (long long decay : {300LL, 0LL}) {
+    INFO("decay " << decay << " ms");
+    kv::PoolGuard pool(12);
+    fresh_state();
+    alloc_set_decay(decay);
+    struct Reset {
+      ~Reset() { alloc_set_decay(0); }
+    } reset;
+    auto *a = static_cast<char *>(hugepool_alloc(8 * MiB));
+    REQUIRE(a != nullptr);
+    std::memset(a, 1, 8 * MiB);
+    hugepool_free(a);
+    auto *b = static_cast<char *>(hugepool_alloc(2 * MiB));  // a new mapping: a was freed just now
+    REQUIRE(b != nullptr);
+    CHECK(b != a);
+    CHECK(mapped_at(a));  // kept in the cache
+    std::memset(b, 2, 2 * MiB);
+    hugepool_free(b);
+    CHECK(count_lines(hugetlb_maps()) == 2);  // a and b, cached
+    std::this_thread::sleep_for(std::chrono::milliseconds(2 * 300 + 50));
+    const auto free0 = kv::huge_free();
+    hugepool_stats st0, st1;
+    hugepool_get_stats(&st0);
+    auto *c = static_cast<char *>(hugepool_alloc(4 * MiB));  // neither a nor b fits: a new mapping
+    REQUIRE(c != nullptr);
+    hugepool_get_stats(&st1);
+    if (decay) {
+      CHECK(count_lines(hugetlb_maps()) == 1);      // c alone: a and b went back
+      CHECK(kv::huge_free() == free0 + 4 + 1 - 2);  // a's 4 pages and b's 1 back, c's 2 taken
+      CHECK(st1.cache_evictions == st0.cache_evictions + 2);
+      CHECK(st1.cached_buffers == 0);
+    } else {
+      CHECK(count_lines(hugetlb_maps()) == 3);
+      CHECK(kv::huge_free() == free0 - 2);
+      CHECK(st1.cached_buffers == 2);
+    }
+    hugepool_free(c);
+    hugepool_trim();
+  }
 }
 
 TEST_CASE("hugepool_calloc clears a reused buffer", "[cache]") {
