@@ -61,13 +61,9 @@ TEST_CASE("a cache hit returns the same mapping and takes no new page or fault",
   hugepool_trim();
 }
 
-// The last block freed is the first handed out again (LIFO, as glibc's bins
-// and jemalloc's caches do): of equal blocks it is the one most recently
-// written, in this thread's cache and in the shared one past it.
-TEST_CASE("of equal cached blocks the last freed is handed out first", "[cache]") {
-  kv::PoolGuard pool(12);
-  fresh_state();
-  constexpr int n = 8;  // beyond a thread cache's entries: the shared cache takes the rest
+// n blocks of 2 MiB, block i filled with i + 1, freed first to last: their
+// addresses, in the order they were freed.
+static std::vector<char *> freed_in_order(int n) {
   std::vector<char *> blocks;
   for (int i = 0; i < n; i++) {
     auto *p = static_cast<char *>(hugepool_alloc(2 * MiB));
@@ -75,7 +71,18 @@ TEST_CASE("of equal cached blocks the last freed is handed out first", "[cache]"
     std::memset(p, i + 1, 2 * MiB);
     blocks.push_back(p);
   }
-  for (char *p : blocks) hugepool_free(p);  // freed first to last
+  for (char *p : blocks) hugepool_free(p);
+  return blocks;
+}
+
+// The last block freed is the first handed out again (LIFO, as glibc's bins
+// and jemalloc's caches do): of equal blocks it is the one most recently
+// written, in this thread's cache and in the shared one past it.
+TEST_CASE("of equal cached blocks the last freed is handed out first", "[cache]") {
+  kv::PoolGuard pool(12);
+  fresh_state();
+  constexpr int n = 8;  // beyond a thread cache's entries: the shared cache takes the rest
+  const std::vector<char *> blocks = freed_in_order(n);
   const auto mem0 = kv::meminfo();
   const std::string maps0 = hugetlb_maps();
   std::vector<char *> again;
@@ -101,14 +108,7 @@ TEST_CASE("a block taken from another thread's cache is its last freed", "[cache
   kv::PoolGuard pool(6);
   fresh_state();
   constexpr int n = 4;  // a thread cache's entries: all stay in this thread's cache
-  std::vector<char *> blocks;
-  for (int i = 0; i < n; i++) {
-    auto *p = static_cast<char *>(hugepool_alloc(2 * MiB));
-    REQUIRE(p != nullptr);
-    std::memset(p, i + 1, 2 * MiB);
-    blocks.push_back(p);
-  }
-  for (char *p : blocks) hugepool_free(p);  // freed first to last
+  const std::vector<char *> blocks = freed_in_order(n);
   const auto mem0 = kv::meminfo();
   const std::string maps0 = hugetlb_maps();
   std::vector<char *> taken;
