@@ -74,7 +74,7 @@ void alloc_set_decay(long long ms) {
 static void give_back_idle(void) {
   long long decay = atomic_load_explicit(&decay_ms, memory_order_relaxed);
   if (!decay) return;
-  long long now = os_coarse_ns() / 1000000, last = atomic_load_explicit(&decay_looked_ms, memory_order_relaxed);
+  long long now = os_coarse_ms(), last = atomic_load_explicit(&decay_looked_ms, memory_order_relaxed);
   if (last == now || !atomic_compare_exchange_strong_explicit(&decay_looked_ms, &last, now, memory_order_relaxed,
                                                               memory_order_relaxed))
     return; /* looked at in this clock tick, or another thread looks now */

@@ -142,7 +142,7 @@ static int insert(const hp_block *b) {
   entry *e = &entries[r];
   e->b = *b;
   e->b.requested = 0;
-  e->since_ms = os_coarse_ns() / 1000000;
+  e->since_ms = os_coarse_ms(); /* now, always: `all` stays in since_ms order */
   size_t k = bucket_of(b->size, b->kind, n_buckets);
   e->bucket_next = buckets[k];
   buckets[k] = r;

@@ -35,7 +35,7 @@ HP_INTERNAL void cache_add_unchecked(const hp_block *b, hp_block *victims, size_
 /* Evicts the oldest block of `kind`; false if none is cached. */
 HP_INTERNAL bool cache_evict_kind(hugepool_kind kind, hp_block *out);
 /* Evicts the oldest block if it was cached at or before cached_by_ms (the
- * coarse clock, os_coarse_ns() / 1000000); false otherwise. */
+ * coarse clock, os_coarse_ms()); false otherwise. */
 HP_INTERNAL bool cache_evict_idle(long long cached_by_ms, hp_block *out);
 /* Moves up to max_out cached blocks, oldest first, into out[]; returns how many. */
 HP_INTERNAL size_t cache_drain(hp_block *out, size_t max_out);

@@ -107,6 +107,8 @@ long long os_coarse_ns(void) {
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+long long os_coarse_ms(void) { return os_coarse_ns() / 1000000; }
+
 /* The statistics file: its path may come from the environment and its
  * directory may be shared with other users, who can plant anything at a
  * name a pattern will expand to.  Rules kept:

@@ -156,6 +156,8 @@ HP_INTERNAL long os_pid(void);
 /* CLOCK_MONOTONIC_COARSE in ns (the vDSO: no system call), for deadlines
  * counted in milliseconds. */
 HP_INTERNAL long long os_coarse_ns(void);
+/* The same clock in milliseconds. */
+HP_INTERNAL long long os_coarse_ms(void);
 
 /* How the OS layer reports what it cannot return: one line of text (no
  * prefix, no newline) handed to `report`, which the core installs at init

@@ -55,8 +55,6 @@ static _Atomic long long pressure_ms[2];
 
 #define PRESSURE_MS 5
 
-static long long now_ms(void) { return os_coarse_ns() / 1000000; }
-
 static int index_of(size_t page_size) { return page_size == HP_1G; }
 
 void share_init(void) {
@@ -69,7 +67,7 @@ long share_local_ranks(void) { return ranks; }
 void share_refresh(size_t page_size) {
   if (ranks == 1) return;
   int i = index_of(page_size);
-  long long now = now_ms();
+  long long now = os_coarse_ms();
   if (atomic_load_explicit(&refreshed_ms[i], memory_order_relaxed) == now) return;
   atomic_store_explicit(&refreshed_ms[i], now, memory_order_relaxed);
   long total = os_pool_total(page_size, -1);
@@ -102,7 +100,7 @@ size_t share_excess(size_t page_size, size_t size) {
 
 bool share_pool_low(size_t page_size) {
   int i = index_of(page_size);
-  long long now = now_ms(), last = atomic_load_explicit(&pressure_ms[i], memory_order_relaxed);
+  long long now = os_coarse_ms(), last = atomic_load_explicit(&pressure_ms[i], memory_order_relaxed);
   if (now - last < PRESSURE_MS && now >= last) return false;
   atomic_store_explicit(&pressure_ms[i], now, memory_order_relaxed);
   long total = os_pool_total(page_size, -1), avail = os_pool_available(page_size, -1);

@@ -87,7 +87,7 @@ void tcache_set_stamping(bool on) { atomic_store_explicit(&stamping, on, memory_
 /* When a block is freed into a cache: the coarse clock (4 ns) while a decay
  * is set, else 0, which tcache_drain_idle reads as "first seen idle now". */
 static long long stamp_now(void) {
-  return atomic_load_explicit(&stamping, memory_order_relaxed) ? os_coarse_ns() / 1000000 : 0;
+  return atomic_load_explicit(&stamping, memory_order_relaxed) ? os_coarse_ms() : 0;
 }
 
 /* The block as the registry marks it. */
