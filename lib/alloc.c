@@ -71,7 +71,7 @@ void alloc_set_decay(long long ms) {
   tcache_set_stamping(ms > 0);
 }
 
-static void give_back_idle(void) {
+void alloc_give_back_idle(void) {
   long long decay = atomic_load_explicit(&decay_ms, memory_order_relaxed);
   if (!decay) return;
   long long now = os_coarse_ms(), last = atomic_load_explicit(&decay_looked_ms, memory_order_relaxed);
@@ -190,7 +190,7 @@ static void *map_huge_trying(size_t size, size_t page, int node, hugepool_kind k
 /* Maps a new block of `kind` and registers it. */
 static void *map_new(size_t requested, size_t size, int node, hugepool_kind kind, bool *fresh) {
   size_t page = hp_page_of(kind);
-  give_back_idle();
+  alloc_give_back_idle();
   void *p = page ? map_huge_reclaiming(size, page, node, kind) : map_fallback(size, node, kind == HUGEPOOL_KIND_THP);
   if (!p) return NULL;
   if (page) share_mapped(page, (long long)size);
@@ -278,7 +278,10 @@ bool alloc_free(void *ptr, bool keep, bool quiet) {
    * neither the registry nor any shared lock is touched. */
   int own = tc && keep ? tcache_free_own(tc, ptr, &b) : 0;
   if (own) {
-    if (own == 2) release_one(&b); /* over this process's share of the pool */
+    if (own == 2) { /* over this process's share of the pool: a slow path */
+      release_one(&b);
+      alloc_give_back_idle();
+    }
     errno = saved;
     return true;
   }
@@ -332,7 +335,7 @@ bool alloc_free(void *ptr, bool keep, bool quiet) {
   pthread_mutex_unlock(&hp_lock);
   release_now(victims, n_victims); /* lazy release: outside the lock */
   if (headroom) os_unmap((char *)b.addr + b.size, headroom);
-  give_back_idle();
+  alloc_give_back_idle();
   errno = saved;
   return true;
 }

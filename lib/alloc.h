@@ -43,6 +43,11 @@ HP_INTERNAL void alloc_set_prefault(size_t bytes);
 /* HUGEPOOL_CACHE_DECAY as this process applies it (init.c): cached blocks
  * unused for longer than ms go back at the next slow path; 0: never. */
 HP_INTERNAL void alloc_set_decay(long long ms);
+/* Gives back the cached blocks unused for the decay or longer (none when no
+ * decay is set), at most once a coarse clock tick: at each slow path, a new
+ * mapping (alloc.c, a growth in realloc.c) or a free the thread's cache
+ * cannot keep. */
+HP_INTERNAL void alloc_give_back_idle(void);
 /* The free of ptr.  keep: the block may go to a cache (hugepool_free); else
  * it goes back to the pool now (hp_free_to_pool).  quiet: a pointer that is
  * no live buffer is no error (hp_free_if_live).  false: nothing freed.

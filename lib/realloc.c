@@ -194,6 +194,7 @@ static void *reserve_for(size_t size, size_t unit, size_t *span) {
  * (its headroom possibly given up). */
 static int grow(hp_block *b, size_t new_size) {
   size_t added = new_size - b->size;
+  alloc_give_back_idle(); /* a new mapping: idle cached pages go back first */
   void *fresh = map_like(added, b);
   if (!fresh && errno == ENOMEM && hp_page_of((hugepool_kind)b->kind)) {
     reclaim(b->kind, added); /* cached pages can make up the shortfall */

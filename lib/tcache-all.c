@@ -34,15 +34,32 @@ bool tcache_steal(size_t size, int node, hugepool_kind kind, hp_block *out) {
   return false;
 }
 
-size_t tcache_drain(hugepool_kind kind, hp_block *out, size_t max, size_t *bytes_left) {
+/* Which cached entries a drain takes: of `kind` (HUGEPOOL_KIND_NONE: any),
+ * until *bytes_left is 0 (NULL: no limit); with `idle`, only those cached at
+ * or before cached_by_ms, an entry with no time yet getting now_ms. */
+typedef struct {
+  hugepool_kind kind;
+  size_t *bytes_left;
+  bool idle;
+  long long now_ms, cached_by_ms;
+} drain_rule;
+
+static bool drain_takes(const drain_rule *r, tc_entry *e) {
+  if (e->state != CACHED || (r->kind != HUGEPOOL_KIND_NONE && e->b.kind != r->kind)) return false;
+  if (!r->idle) return true;
+  if (e->since_ms == 0) e->since_ms = r->now_ms; /* freed with no time noted: idle from now */
+  return e->since_ms <= r->cached_by_ms;
+}
+
+static size_t drain(const drain_rule *r, hp_block *out, size_t max) {
   size_t n = 0;
   for (hp_tcache *tc = tcache_list; tc && n < max; tc = tc->next) {
     hp_spin_lock(&tc->lock);
-    for (size_t i = 0; i < ENTRIES && n < max && (!bytes_left || *bytes_left > 0); i++) {
+    for (size_t i = 0; i < ENTRIES && n < max && (!r->bytes_left || *r->bytes_left > 0); i++) {
       tc_entry *e = &tc->e[i];
-      if (e->state != CACHED || (kind != HUGEPOOL_KIND_NONE && e->b.kind != kind)) continue;
+      if (!drain_takes(r, e)) continue;
       out[n++] = e->b;
-      if (bytes_left) *bytes_left = *bytes_left > e->b.size ? *bytes_left - e->b.size : 0;
+      if (r->bytes_left) *r->bytes_left = *r->bytes_left > e->b.size ? *r->bytes_left - e->b.size : 0;
       tcache_unmark(tc, e, false, NULL);
       tcache_drop_lease(e);
     }
@@ -51,21 +68,14 @@ size_t tcache_drain(hugepool_kind kind, hp_block *out, size_t max, size_t *bytes
   return n;
 }
 
+size_t tcache_drain(hugepool_kind kind, hp_block *out, size_t max, size_t *bytes_left) {
+  const drain_rule r = {.kind = kind, .bytes_left = bytes_left};
+  return drain(&r, out, max);
+}
+
 size_t tcache_drain_idle(long long now_ms, long long cached_by_ms, hp_block *out, size_t max) {
-  size_t n = 0;
-  for (hp_tcache *tc = tcache_list; tc && n < max; tc = tc->next) {
-    hp_spin_lock(&tc->lock);
-    for (size_t i = 0; i < ENTRIES && n < max; i++) {
-      tc_entry *e = &tc->e[i];
-      if (e->state == CACHED && e->since_ms == 0) e->since_ms = now_ms; /* freed with no time noted */
-      if (e->state != CACHED || e->since_ms > cached_by_ms) continue;
-      out[n++] = e->b;
-      tcache_unmark(tc, e, false, NULL);
-      tcache_drop_lease(e);
-    }
-    hp_spin_unlock(&tc->lock);
-  }
-  return n;
+  const drain_rule r = {.kind = HUGEPOOL_KIND_NONE, .idle = true, .now_ms = now_ms, .cached_by_ms = cached_by_ms};
+  return drain(&r, out, max);
 }
 
 void tcache_totals(size_t *count, size_t *bytes) {
