@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The shared cache of freed mappings.  Each entry holds one whole mapping
- * with its size class (a multiple of the page size), its kind and its NUMA
- * node.  A hit hands the very same mapping back: no system call, no page
- * fault.
+/* The shared cache of freed mappings.  Each entry holds one mapping, or
+ * a part of one that a miss split (alloc.c's take_front), with its size
+ * class (a multiple of the page size), its kind and its NUMA node.  A hit
+ * hands the very same pages back: no system call, no page fault.
  *
  * Constant time whatever the number of entries: entries hang in hash buckets
  * by (size, kind), so a take looks at the entries of its own class only (the
@@ -200,6 +200,18 @@ bool cache_take(size_t size, size_t max_size, int node, hugepool_kind kind, hp_b
     if (take_exact(s, node, kind, out)) return true;
   }
   return false;
+}
+
+bool cache_newest(hp_block *out, long long *since_ms) {
+  if (!all.tail) return false;
+  *out = entries[all.tail].b;
+  *since_ms = entries[all.tail].since_ms;
+  return true;
+}
+
+void cache_take_newest(void) {
+  hp_block gone;
+  if (all.tail) remove_entry(all.tail, &gone);
 }
 
 bool cache_evict_kind(hugepool_kind kind, hp_block *out) {

@@ -32,6 +32,10 @@ HP_INTERNAL void cache_unlease(size_t size);
 HP_INTERNAL bool cache_lease_fits(size_t size, size_t give_slots, size_t give_bytes);
 /* Caches `b` ignoring the limits (cache_shrink_to_limits follows). */
 HP_INTERNAL void cache_add_unchecked(const hp_block *b, hp_block *victims, size_t max_victims, size_t *n_victims);
+/* The block cached last and when it was cached (none: false); the second
+ * takes it out. */
+HP_INTERNAL bool cache_newest(hp_block *out, long long *since_ms);
+HP_INTERNAL void cache_take_newest(void);
 /* Evicts the oldest block of `kind`; false if none is cached. */
 HP_INTERNAL bool cache_evict_kind(hugepool_kind kind, hp_block *out);
 /* Evicts the oldest block if it was cached at or before cached_by_ms (the

@@ -232,6 +232,16 @@ void registrar_release(void *addr, size_t size) {
   pthread_mutex_unlock(&reg_lock);
 }
 
+bool registrar_holds(const void *addr, size_t size) {
+  if (atomic_load_explicit(&n_published, memory_order_relaxed) == 0) return false;
+  uintptr_t lo = (uintptr_t)addr, hi = lo + size;
+  pthread_mutex_lock(&reg_lock);
+  size_t i = lower_bound(lo);
+  bool held = i < n_entries && (uintptr_t)table[i].addr < hi;
+  pthread_mutex_unlock(&reg_lock);
+  return held;
+}
+
 /* One mapping registered with id, taken off the table for its removal:
  * true and *copy; false if none is left (*pending: some are busy). */
 static bool take_one_of(int id, reg_entry *copy, bool *pending) {

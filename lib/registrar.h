@@ -53,6 +53,9 @@ HP_INTERNAL int registrar_ensure(void *addr, size_t size, int id);
  * (each registrar's unregister called once).  One relaxed load when
  * nothing is registered. */
 HP_INTERNAL void registrar_release(void *addr, size_t size);
+/* Whether a mapping starting inside [addr, addr + size) is registered (one
+ * relaxed load when nothing is). */
+HP_INTERNAL bool registrar_holds(const void *addr, size_t size);
 /* The registered mapping of `id` that holds `p`: true, with its start, size
  * and the registrar's handle (any of them may be NULL). */
 HP_INTERNAL bool registrar_lookup(const void *p, int id, void **base, size_t *size, void **handle);

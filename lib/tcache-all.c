@@ -34,6 +34,37 @@ bool tcache_steal(size_t size, int node, hugepool_kind kind, hp_block *out) {
   return false;
 }
 
+/* The cached entry of tc freed last (its lock held), or NULL. */
+static tc_entry *newest_cached(hp_tcache *tc) {
+  tc_entry *newest = NULL;
+  for (size_t i = 0; i < ENTRIES; i++) {
+    tc_entry *e = &tc->e[i];
+    if (e->state == CACHED && (!newest || e->age > newest->age)) newest = e;
+  }
+  return newest;
+}
+
+bool tcache_newest(hp_tcache *tc, hp_block *out, long long *since_ms) {
+  hp_spin_lock(&tc->lock);
+  tc_entry *e = newest_cached(tc);
+  if (e) {
+    *out = e->b;
+    *since_ms = e->since_ms;
+  }
+  hp_spin_unlock(&tc->lock);
+  return e != NULL;
+}
+
+void tcache_take_newest(hp_tcache *tc) {
+  hp_spin_lock(&tc->lock);
+  tc_entry *e = newest_cached(tc);
+  if (e) {
+    tcache_unmark(tc, e, false, NULL);
+    tcache_drop_lease(e);
+  }
+  hp_spin_unlock(&tc->lock);
+}
+
 /* Which cached entries a drain takes: of `kind` (HUGEPOOL_KIND_NONE: any),
  * until *bytes_left is 0 (NULL: no limit); with `idle`, only those cached at
  * or before cached_by_ms, an entry with no time yet getting now_ms. */

@@ -56,6 +56,11 @@ HP_INTERNAL bool tcache_put_fast(hp_tcache *tc, const hp_block *b, bool may_cach
  * `b` is not cached here (the caller tries the shared cache). */
 HP_INTERNAL bool tcache_put_slow(hp_tcache *tc, const hp_block *b, hp_block *victims, size_t max_victims,
                                  size_t *n_victims);
+/* Under hp_lock: the block cached in tc that its thread freed last (false
+ * if none) and when (0: not noted, no decay set); the second takes it out of
+ * the cache (its registry mark and lease go). */
+HP_INTERNAL bool tcache_newest(hp_tcache *tc, hp_block *out, long long *since_ms);
+HP_INTERNAL void tcache_take_newest(hp_tcache *tc);
 /* Under hp_lock: takes a matching block from any thread's cache. */
 HP_INTERNAL bool tcache_steal(size_t size, int node, hugepool_kind kind, hp_block *out);
 /* Under hp_lock: moves up to max cached blocks out of every thread cache

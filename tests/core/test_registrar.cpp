@@ -65,6 +65,35 @@ TEST_CASE("a registered buffer stays pinned while cached and comes back with no 
   fresh_state();
 }
 
+// A miss may take the front of the block freed last (lib/alloc.c
+// take_front), but never of a registered one: its registration covers the
+// whole mapping, which stays whole, cached and pinned; the request maps.
+TEST_CASE("a registered cached buffer is never split to serve a smaller request", "[registrar]") {
+  kv::PoolGuard pool(12);
+  fresh_state();
+  UringRegistrar ur;
+  const long long pin0 = status_kb("VmPin:");
+  char *a = static_cast<char *>(hugepool_alloc_registered(4 * MiB, ur.id()));
+  REQUIRE(a != nullptr);
+  std::memset(a, 1, 4 * MiB);
+  hugepool_free(a);  // cached, registered, the last freed
+  char *b = static_cast<char *>(hugepool_alloc(2 * MiB));
+  REQUIRE(b != nullptr);
+  CHECK(b != a);  // a new mapping, not a's front
+  CHECK(mapped_at(a));
+  CHECK(ur.lists(a, 4 * MiB));
+  CHECK(status_kb("VmPin:") - pin0 == 4 * 1024);
+  CHECK(ur.unregs() == 0);
+  char *c = static_cast<char *>(hugepool_alloc_registered(4 * MiB, ur.id()));
+  CHECK(c == a);  // whole, and still registered: no call
+  CHECK(ur.regs() == 1);
+  hugepool_free(c);
+  hugepool_free(b);
+  hugepool_trim();
+  CHECK(status_kb("VmPin:") == pin0);
+  fresh_state();
+}
+
 TEST_CASE("eviction, pool pressure and a resize unregister exactly the mappings that change", "[registrar]") {
   kv::PoolGuard pool(24);
   fresh_state();
