@@ -235,7 +235,7 @@ TEST_CASE("a forked child neither unregisters nor registers with its parent's re
   fresh_state();
 }
 
-TEST_CASE("removing a registrar unregisters its buffers; its id is refused after", "[registrar]") {
+TEST_CASE("removing a registrar unregisters its buffers and its id is refused after", "[registrar]") {
   kv::PoolGuard pool(8);
   fresh_state();
   auto ur = std::make_unique<UringRegistrar>();

@@ -176,7 +176,7 @@ TEST_CASE("killing the creator or a mapper with SIGKILL leaves the pool where it
   }
 }
 
-TEST_CASE("another user cannot map a segment; the same user can", "[segment]") {
+TEST_CASE("another user cannot map a segment, the same user can", "[segment]") {
   test::fresh_state();
   kv::PoolGuard pool(4);
   const long long free0 = kv::huge_free();

@@ -147,7 +147,7 @@ TEST_CASE("madvise(MADV_DONTNEED) of 4 KB inside a large malloc'd buffer reads b
   }
 }
 
-TEST_CASE("madvise: a whole 2 MB page reads back zero and stays hugetlb; MADV_FREE and hints answer 0",
+TEST_CASE("madvise: a whole 2 MB page reads back zero and stays hugetlb, MADV_FREE and hints answer 0",
           "[default][plain]") {
   kv::PoolGuard pool(16);
   region r(13);
