@@ -28,12 +28,18 @@ static std::string hugetlb_maps() {
   return out;
 }
 
+// A new buffer of `bytes` with every byte set to `value`.
+static char *filled(size_t bytes, int value) {
+  auto *p = static_cast<char *>(hugepool_alloc(bytes));
+  REQUIRE(p != nullptr);
+  std::memset(p, value, bytes);
+  return p;
+}
+
 TEST_CASE("a cache hit returns the same mapping and takes no new page or fault", "[cache]") {
   kv::PoolGuard pool(8);
   fresh_state();
-  auto *p = static_cast<char *>(hugepool_alloc(8 * MiB));
-  REQUIRE(p != nullptr);
-  std::memset(p, 0x42, 8 * MiB);
+  auto *p = filled(8 * MiB, 0x42);
   hugepool_free(p);
   const auto mem0 = kv::meminfo();
   const std::string maps0 = hugetlb_maps();
@@ -66,9 +72,7 @@ TEST_CASE("a cache hit returns the same mapping and takes no new page or fault",
 static std::vector<char *> freed_in_order(int n) {
   std::vector<char *> blocks;
   for (int i = 0; i < n; i++) {
-    auto *p = static_cast<char *>(hugepool_alloc(2 * MiB));
-    REQUIRE(p != nullptr);
-    std::memset(p, i + 1, 2 * MiB);
+    auto *p = filled(2 * MiB, i + 1);
     blocks.push_back(p);
   }
   for (char *p : blocks) hugepool_free(p);
@@ -137,6 +141,19 @@ static size_t count_lines(const std::string &text) {
   return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
 }
 
+// HUGEPOOL_CACHE_DECAY for one test (init.c sets it from the environment; the
+// library's default, 0, comes back at the end).
+struct DecaySet {
+  explicit DecaySet(long long ms) { alloc_set_decay(ms); }
+  ~DecaySet() { alloc_set_decay(0); }
+  DecaySet(const DecaySet &) = delete;
+  DecaySet &operator=(const DecaySet &) = delete;
+};
+
+// Long enough for a block to be idle past a decay of ms at the next slow
+// path, also when it moved to the shared cache (its time starts again).
+static void sleep_past_decay(long long ms) { std::this_thread::sleep_for(std::chrono::milliseconds(2 * ms + 50)); }
+
 // HUGEPOOL_CACHE_DECAY: a cached buffer left unused for longer than the decay
 // goes back to the kernel at the next new mapping; one freed just before
 // stays cached.  From the kernel's view: the hugetlb mappings and
@@ -146,13 +163,8 @@ TEST_CASE("a buffer left in the cache past HUGEPOOL_CACHE_DECAY goes back at the
     INFO("decay " << decay << " ms");
     kv::PoolGuard pool(12);
     fresh_state();
-    alloc_set_decay(decay);
-    struct Reset {
-      ~Reset() { alloc_set_decay(0); }
-    } reset;
-    auto *a = static_cast<char *>(hugepool_alloc(8 * MiB));
-    REQUIRE(a != nullptr);
-    std::memset(a, 1, 8 * MiB);
+    const DecaySet decay_set(decay);
+    auto *a = filled(8 * MiB, 1);
     hugepool_free(a);
     const auto freed = std::chrono::steady_clock::now();
     auto *b = static_cast<char *>(hugepool_alloc(2 * MiB));  // a new mapping: a was freed just now
@@ -166,7 +178,7 @@ TEST_CASE("a buffer left in the cache past HUGEPOOL_CACHE_DECAY goes back at the
     std::memset(b, 2, 2 * MiB);
     hugepool_free(b);
     CHECK(count_lines(hugetlb_maps()) == 2);  // a and b, cached
-    std::this_thread::sleep_for(std::chrono::milliseconds(2 * 300 + 50));
+    sleep_past_decay(300);
     const auto free0 = kv::huge_free();
     hugepool_stats st0, st1;
     hugepool_get_stats(&st0);
@@ -199,15 +211,10 @@ TEST_CASE("cached buffers idle past the decay go back at a free the thread's cac
     INFO("decay " << decay << " ms");
     kv::PoolGuard pool(18);
     fresh_state();
-    alloc_set_decay(decay);
-    struct Reset {
-      ~Reset() { alloc_set_decay(0); }
-    } reset;
-    auto *live = static_cast<char *>(hugepool_alloc(8 * MiB));
-    REQUIRE(live != nullptr);
-    std::memset(live, 9, 8 * MiB);
+    const DecaySet decay_set(decay);
+    auto *live = filled(8 * MiB, 9);
     const std::vector<char *> blocks = freed_in_order(8);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2 * 300 + 50));
+    sleep_past_decay(300);
     const auto free0 = kv::huge_free();
     hugepool_stats st0, st1;
     hugepool_get_stats(&st0);
@@ -238,18 +245,11 @@ TEST_CASE("a growth by realloc gives back cached buffers idle past the decay", "
     INFO("decay " << decay << " ms");
     kv::PoolGuard pool(12);
     fresh_state();
-    alloc_set_decay(decay);
-    struct Reset {
-      ~Reset() { alloc_set_decay(0); }
-    } reset;
-    auto *buf = static_cast<char *>(hugepool_alloc(2 * MiB));
-    REQUIRE(buf != nullptr);
-    std::memset(buf, 5, 2 * MiB);
-    auto *idle = static_cast<char *>(hugepool_alloc(4 * MiB));
-    REQUIRE(idle != nullptr);
-    std::memset(idle, 6, 4 * MiB);
+    const DecaySet decay_set(decay);
+    auto *buf = filled(2 * MiB, 5);
+    auto *idle = filled(4 * MiB, 6);
     hugepool_free(idle);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2 * 300 + 50));
+    sleep_past_decay(300);
     // Pages no mapping holds: free and not reserved (the growth's are
     // reserved at mmap and faulted at first touch).
     auto unheld = [] {
@@ -291,9 +291,7 @@ TEST_CASE("a miss takes the front of the block freed last, up to twice the size,
   fresh_state();
   auto *big = static_cast<char *>(hugepool_alloc(16 * MiB));  // freed first: not the last freed block
   REQUIRE(big != nullptr);
-  auto *a = static_cast<char *>(hugepool_alloc(4 * MiB));
-  REQUIRE(a != nullptr);
-  std::memset(a, 7, 4 * MiB);
+  auto *a = filled(4 * MiB, 7);
   hugepool_free(big);
   hugepool_free(a);
   const auto mem0 = kv::meminfo();
@@ -340,9 +338,7 @@ TEST_CASE("a split front grows, forks and frees with its rest cached beside it",
   kv::PoolGuard pool(12);
   fresh_state();
   const auto mem0 = kv::meminfo();
-  auto *a = static_cast<char *>(hugepool_alloc(4 * MiB));
-  REQUIRE(a != nullptr);
-  std::memset(a, 4, 4 * MiB);
+  auto *a = filled(4 * MiB, 4);
   hugepool_free(a);
   auto *front = static_cast<char *>(hugepool_alloc(2 * MiB));
   REQUIRE(front == a);
@@ -385,15 +381,10 @@ TEST_CASE("a split front grows, forks and frees with its rest cached beside it",
 TEST_CASE("a block idle past the decay is not split: it goes back, and the request maps", "[cache]") {
   kv::PoolGuard pool(8);
   fresh_state();
-  alloc_set_decay(300);
-  struct Reset {
-    ~Reset() { alloc_set_decay(0); }
-  } reset;
-  auto *a = static_cast<char *>(hugepool_alloc(4 * MiB));
-  REQUIRE(a != nullptr);
-  std::memset(a, 3, 4 * MiB);
+  const DecaySet decay_set(300);
+  auto *a = filled(4 * MiB, 3);
   hugepool_free(a);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2 * 300 + 50));
+  sleep_past_decay(300);
   auto *b = static_cast<char *>(hugepool_alloc(2 * MiB));
   REQUIRE(b != nullptr);
   CHECK(b != a);
