@@ -81,6 +81,28 @@ static bool splittable(const hp_block *b, long long since_ms, size_t size, int n
          (!decay || since_ms == 0 || os_coarse_ms() - since_ms < decay) && !registrar_holds(b->addr, b->size);
 }
 
+/* The thread's last freed block and the shared cache's newest, when they
+ * are the two adjacent parts of one split block (or any two adjacent blocks
+ * of the kind and node, unregistered) that together make `size` up to
+ * max_size: taken, joined again (*out).  A program that alternates a 4 MiB
+ * and a 2 MiB buffer splits its 4 MiB block for the 2 MiB one; its next
+ * 4 MiB request gets the two parts back as one instead of a new mapping. */
+static bool take_joined(hp_tcache *tc, size_t size, size_t max_size, int node, hugepool_kind kind, hp_block *out) {
+  hp_block t, c;
+  long long t_ms = 0, c_ms = 0;
+  if (!tc || !tcache_newest(tc, &t, &t_ms) || !cache_newest(&c, &c_ms)) return false;
+  size_t sum = t.size + c.size;
+  bool adjacent = (char *)t.addr + t.size == (char *)c.addr || (char *)c.addr + c.size == (char *)t.addr;
+  if (!adjacent || t.kind != kind || c.kind != kind || t.node != c.node || sum < size || sum > max_size ||
+      (node != HUGEPOOL_ANY_NODE && t.node != node) || registrar_holds(t.addr, t.size) ||
+      registrar_holds(c.addr, c.size))
+    return false;
+  tcache_take_newest(tc);
+  cache_take_newest();
+  *out = (hp_block){.addr = t.addr < c.addr ? t.addr : c.addr, .size = sum, .node = t.node, .kind = t.kind};
+  return true;
+}
+
 static bool take_front(hp_tcache *tc, size_t size, int node, hugepool_kind kind, hp_block *out, hp_block *victims,
                        size_t *n_victims) {
   hp_block b;
@@ -122,7 +144,7 @@ static void *take_cached(size_t requested, size_t size, int node, hugepool_kind 
       return NULL;
     }
     pthread_mutex_lock(&hp_lock);
-    hit = take_front(tc, size, node, kind, &b, victims, &n_victims);
+    hit = take_joined(tc, size, max_size, node, kind, &b) || take_front(tc, size, node, kind, &b, victims, &n_victims);
   }
   if (!hit) {
     pthread_mutex_unlock(&hp_lock);

@@ -329,6 +329,36 @@ TEST_CASE("a miss takes the front of the block freed last, up to twice the size,
   CHECK(count_lines(hugetlb_maps()) == 0);
 }
 
+// The two parts of a split block, both cached again (the front in the
+// thread's cache, the rest in the shared one), serve a request of their sum
+// as one buffer: a program alternating a 4 MiB and a 2 MiB buffer keeps one
+// 4 MiB mapping, with no new mapping for the next 4 MiB request.
+TEST_CASE("the parts of a split block are joined again for a request of their sum", "[cache]") {
+  kv::PoolGuard pool(8);
+  fresh_state();
+  auto *a = filled(4 * MiB, 1);
+  hugepool_free(a);
+  auto *front = static_cast<char *>(hugepool_alloc(2 * MiB));
+  REQUIRE(front == a);
+  std::memset(front, 2, 2 * MiB);
+  hugepool_free(front);
+  const auto mem0 = kv::meminfo();
+  const std::string maps0 = hugetlb_maps();
+  auto *whole = static_cast<char *>(hugepool_alloc(4 * MiB));
+  REQUIRE(whole == a);
+  CHECK(hugepool_usable_size(whole) == 4 * MiB);
+  CHECK(whole[0] == 2);            // the front's last contents
+  CHECK(whole[4 * MiB - 1] == 1);  // the rest's
+  std::memset(whole, 3, 4 * MiB);  // one buffer
+  CHECK(hugetlb_maps() == maps0);  // no hugetlb mmap, no munmap
+  CHECK(kv::meminfo().at("HugePages_Free") == mem0.at("HugePages_Free"));
+  CHECK(kv::meminfo().at("HugePages_Rsvd") == mem0.at("HugePages_Rsvd"));
+  hugepool_free(whole);
+  hugepool_trim();
+  CHECK(kv::huge_available() == 8);
+  CHECK(count_lines(hugetlb_maps()) == 0);
+}
+
 // The front of a split block is a buffer like any other while its rest lies
 // cached in the same mapping: it grows by hugepool_realloc (the growth moves
 // it, mapping by mapping, as the rest holds the address space after it), a
