@@ -61,59 +61,58 @@ void alloc_give_back_idle(void) {
              decay);
 }
 
-/* A miss: the front of the block this process freed last, when that block
- * is larger than asked and at most twice the size; the rest stays cached as
- * a block of its own, the two parts of one mapping.  Why: its pages were
- * written last, so the CPU's caches may still hold their lines, where a new
- * mapping gets the pages on top of the kernel's free list (given back
- * earlier, when this process keeps its last freed ones cached) and a cached
- * block of the very size may have lain unused for long.  hpcc's MPIFFT
- * asks for 1 and 1.5 MiB right after its STREAM test freed three 4 MiB
- * blocks: mapped anew, its first pass over them took 161 us against 103
- * plain and 89 on STREAM's pages (bench/RESULTS.md section 29).  The thread's
- * own last freed block first, then the shared cache's; never a block with a
- * registration (it covers the whole mapping), nor one idle past the decay
- * (about to go back, and cold).  Under hp_lock; the rest's caching may
- * evict blocks into victims[] (the rest itself, if it cannot be cached). */
-static bool splittable(const hp_block *b, long long since_ms, size_t size, int node, hugepool_kind kind) {
-  long long decay = atomic_load_explicit(&decay_ms, memory_order_relaxed);
-  return b->kind == kind && (node == HUGEPOOL_ANY_NODE || b->node == node) && b->size > size && b->size / 2 <= size &&
-         (!decay || since_ms == 0 || os_coarse_ms() - since_ms < decay) && !registrar_holds(b->addr, b->size);
+/* A miss, served by the blocks this process freed last rather than by a
+ * new mapping: the thread's last freed block (t) and the shared cache's
+ * newest (c).  Why: their pages were written last, so the CPU's caches may
+ * still hold their lines, where a new mapping gets the pages on top of the
+ * kernel's free list (given back earlier, when this process keeps its last
+ * freed ones cached) and a cached block of the very size may have lain
+ * unused for long.  hpcc's MPIFFT asks for 1 and 1.5 MiB right after its
+ * STREAM test freed three 4 MiB blocks: mapped anew, its first pass over
+ * them took 161 us against 103 plain and 89 on STREAM's pages
+ * (bench/RESULTS.md section 29).  In turn:
+ *  - t and c joined, when they are adjacent (the two parts of a split
+ *    block, say) and together make `size` up to max_size: a program that
+ *    alternates a 4 MiB and a 2 MiB buffer keeps one 4 MiB mapping;
+ *  - the front of t, else of c, when it is larger than asked and at most
+ *    twice the size and not idle past the decay (about to go back, and
+ *    cold); the rest stays cached as a block of its own, the two parts of
+ *    one mapping.
+ * Never a block with a registration (it covers the whole mapping).  Under
+ * hp_lock; the rest's caching may evict blocks into victims[] (the rest
+ * itself, if it cannot be cached). */
+static bool usable(const hp_block *b, int node, hugepool_kind kind) {
+  return b->kind == kind && (node == HUGEPOOL_ANY_NODE || b->node == node) && !registrar_holds(b->addr, b->size);
 }
 
-/* The thread's last freed block and the shared cache's newest, when they
- * are the two adjacent parts of one split block (or any two adjacent blocks
- * of the kind and node, unregistered) that together make `size` up to
- * max_size: taken, joined again (*out).  A program that alternates a 4 MiB
- * and a 2 MiB buffer splits its 4 MiB block for the 2 MiB one; its next
- * 4 MiB request gets the two parts back as one instead of a new mapping. */
-static bool take_joined(hp_tcache *tc, size_t size, size_t max_size, int node, hugepool_kind kind, hp_block *out) {
+static bool splittable(const hp_block *b, long long since_ms, size_t size) {
+  long long decay = atomic_load_explicit(&decay_ms, memory_order_relaxed);
+  return b->size > size && b->size / 2 <= size && (!decay || since_ms == 0 || os_coarse_ms() - since_ms < decay);
+}
+
+static bool take_last_freed(hp_tcache *tc, size_t size, size_t max_size, int node, hugepool_kind kind, hp_block *out,
+                            hp_block *victims, size_t *n_victims) {
   hp_block t, c;
   long long t_ms = 0, c_ms = 0;
-  if (!tc || !tcache_newest(tc, &t, &t_ms) || !cache_newest(&c, &c_ms)) return false;
-  size_t sum = t.size + c.size;
-  bool adjacent = (char *)t.addr + t.size == (char *)c.addr || (char *)c.addr + c.size == (char *)t.addr;
-  if (!adjacent || t.kind != kind || c.kind != kind || t.node != c.node || sum < size || sum > max_size ||
-      (node != HUGEPOOL_ANY_NODE && t.node != node) || registrar_holds(t.addr, t.size) ||
-      registrar_holds(c.addr, c.size))
-    return false;
-  tcache_take_newest(tc);
-  cache_take_newest();
-  *out = (hp_block){.addr = t.addr < c.addr ? t.addr : c.addr, .size = sum, .node = t.node, .kind = t.kind};
-  return true;
-}
-
-static bool take_front(hp_tcache *tc, size_t size, int node, hugepool_kind kind, hp_block *out, hp_block *victims,
-                       size_t *n_victims) {
-  hp_block b;
-  long long since_ms = 0;
-  bool own = tc && tcache_newest(tc, &b, &since_ms) && splittable(&b, since_ms, size, node, kind);
-  if (own)
+  bool has_t = tc && tcache_newest(tc, &t, &t_ms) && usable(&t, node, kind);
+  bool has_c = cache_newest(&c, &c_ms) && usable(&c, node, kind);
+  if (has_t && has_c && t.node == c.node && t.size + c.size >= size && t.size + c.size <= max_size &&
+      ((char *)t.addr + t.size == (char *)c.addr || (char *)c.addr + c.size == (char *)t.addr)) {
     tcache_take_newest(tc);
-  else if (cache_newest(&b, &since_ms) && splittable(&b, since_ms, size, node, kind))
     cache_take_newest();
-  else
+    *out = (hp_block){.addr = t.addr < c.addr ? t.addr : c.addr, .size = t.size + c.size, .node = t.node, .kind = kind};
+    return true;
+  }
+  hp_block b;
+  if (has_t && splittable(&t, t_ms, size)) {
+    tcache_take_newest(tc);
+    b = t;
+  } else if (has_c && splittable(&c, c_ms, size)) {
+    cache_take_newest();
+    b = c;
+  } else {
     return false;
+  }
   hp_block rest = {.addr = (char *)b.addr + size, .size = b.size - size, .node = b.node, .kind = b.kind};
   *out = (hp_block){.addr = b.addr, .size = size, .node = b.node, .kind = b.kind};
   bool cached = cache_put(&rest, victims, HP_BATCH, n_victims);
@@ -135,8 +134,8 @@ static void *take_cached(size_t requested, size_t size, int node, hugepool_kind 
   bool hit = cache_take(size, max_size, node, kind, &b) || tcache_steal(size, node, kind, &b);
   if (!hit) {
     /* A miss.  A node short of pages gets this process's cached ones back
-     * (as a miss that maps does), and the request maps; else the front of
-     * the block freed last may serve it. */
+     * (as a miss that maps does), and the request maps; else the blocks
+     * freed last may serve it. */
     pthread_mutex_unlock(&hp_lock);
     size_t page = hp_page_of(kind);
     if (page && share_pool_low(page)) {
@@ -144,7 +143,7 @@ static void *take_cached(size_t requested, size_t size, int node, hugepool_kind 
       return NULL;
     }
     pthread_mutex_lock(&hp_lock);
-    hit = take_joined(tc, size, max_size, node, kind, &b) || take_front(tc, size, node, kind, &b, victims, &n_victims);
+    hit = take_last_freed(tc, size, max_size, node, kind, &b, victims, &n_victims);
   }
   if (!hit) {
     pthread_mutex_unlock(&hp_lock);

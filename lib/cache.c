@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The shared cache of freed mappings.  Each entry holds one mapping, or
- * a part of one that a miss split (alloc.c's take_front), with its size
+ * a part of one that a miss split (alloc.c's take_last_freed), with its size
  * class (a multiple of the page size), its kind and its NUMA node.  A hit
  * hands the very same pages back: no system call, no page fault.
  *
