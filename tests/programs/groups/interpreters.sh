@@ -1,5 +1,6 @@
 # Interpreters whose programs grow large: numpy arrays and a bytearray of
-# hundreds of MB, strings grown past 100 MB by appending, big sorted arrays.
+# hundreds of MB, strings grown past 100 MB by appending, big sorted arrays,
+# the JVM's direct buffers.
 POOL=800
 
 prepare() {
@@ -103,6 +104,67 @@ v <- character(0)
 v <- paste0("k", 1:100000)
 cat(length(unique(substr(v, 1, 4))), "\n")
 R
+  cat >Big.java <<'JAVA'
+import java.nio.ByteBuffer;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+// Direct buffers are malloc'd by the JVM (Unsafe.allocateMemory) and freed
+// by its Cleaner thread once collected: large requests made on one thread,
+// freed on another.
+public class Big {
+  static long fill(ByteBuffer b, int seed) {
+    long s = 0;
+    for (int j = 0; j < b.capacity(); j += 64) {
+      b.put(j, (byte) (seed + j / 64));
+      s += b.get(j);
+    }
+    return s;
+  }
+
+  public static void main(String[] args) throws Exception {
+    MessageDigest md = MessageDigest.getInstance("SHA-256");
+    List<ByteBuffer> keep = new ArrayList<>();
+    long sum = 0;
+    for (int i = 0; i < 40; i++) {                 // 40 x 8 MiB, kept
+      ByteBuffer b = ByteBuffer.allocateDirect(8 << 20);
+      sum += fill(b, i);
+      keep.add(b);
+    }
+    for (int round = 0; round < 3; round++) {      // 64 MiB buffers dropped and collected
+      ByteBuffer t = ByteBuffer.allocateDirect(64 << 20);
+      sum += fill(t, round);
+      t = null;
+      System.gc();
+      Thread.sleep(50);
+    }
+    Thread[] th = new Thread[4];
+    long[] part = new long[4];
+    for (int k = 0; k < 4; k++) {                  // 16 MiB on each of four threads
+      final int kk = k;
+      th[k] = new Thread(() -> part[kk] = fill(ByteBuffer.allocateDirect(16 << 20), kk));
+      th[k].start();
+    }
+    for (Thread t : th) t.join();
+    for (long p : part) sum += p;
+    for (ByteBuffer b : keep) {
+      byte[] a = new byte[b.capacity()];
+      b.get(0, a);
+      md.update(a);
+    }
+    int[] arr = new int[1 << 24];                  // 64 MiB on the Java heap
+    for (int i = 0; i < arr.length; i++) arr[i] = (int) ((i * 7919L) % 1000003);
+    Arrays.sort(arr);
+    System.out.println(sum + " " + arr[0] + " " + arr[arr.length / 2] + " " + arr[arr.length - 1]);
+    StringBuilder hex = new StringBuilder();
+    for (byte x : md.digest()) hex.append(String.format("%02x", x));
+    System.out.println(hex);
+  }
+}
+JAVA
+  javac -d . Big.java
   cat >big.php <<'PHP'
 <?php
 $s = str_repeat("abcdefgh", 16 << 20);
@@ -122,6 +184,8 @@ programs() {
   prog tclsh one 200 tclsh "$IN/grow.tcl"
   prog node one 250 node "$IN/big.js"
   prog r procs 150 Rscript "$IN/big.R"
+  # the JVM's direct buffers are malloc'd, and freed by its Cleaner thread
+  prog java one 300 java -XX:-UsePerfData -Xmx1g -cp "$IN" Big
   # php's own allocator (Zend MM) maps its memory itself; with
   # USE_ZEND_ALLOC=0 the same script runs on malloc
   prog php none 0 php -d memory_limit=-1 "$IN/big.php"
