@@ -2,7 +2,9 @@
 /* hugetlb-peak REPORT -- program [args...]
  *
  * Runs the program in a session of its own and, until it exits, reads the
- * kernel's view of every process of that session every 10 ms:
+ * kernel's view of every process of that session, and of their descendants
+ * that started sessions of their own (a server's children: PostgreSQL's
+ * backends call setsid), every 10 ms:
  * Private_Hugetlb and Shared_Hugetlb of /proc/<pid>/smaps_rollup.  REPORT
  * gets the peak of their sum over the session, the peak of one process, and
  * the number of samples; also, for the held-against-touched table, the peak
@@ -12,7 +14,7 @@
  * lock, so nothing else changes it).  Exits as the program did (128 + signal when it
  * was killed), so a caller sees its status as if it had run it directly.
  * Its stdin, stdout and stderr are the program's.  Processes of the session
- * still there when the program has exited (a child stuck in a hang the
+ * (or descendants) still there when the program has exited (a child stuck in a hang the
  * program's timeout did not reach) are killed with SIGKILL, so they hold no
  * pool pages for the runs and tests after; REPORT counts them. */
 #define _GNU_SOURCE
@@ -21,28 +23,66 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-/* The session id of process `pid` (field 6 of /proc/<pid>/stat), or -1
- * (also for a zombie). */
-static long session_of(const char *pid) {
-  char path[64], buf[512];
+/* Of process `pid` (fields 4, 6 and 22 of /proc/<pid>/stat): its parent,
+ * session and start time; false if it is gone or a zombie (which maps
+ * nothing and cannot be killed). */
+static bool proc_info(const char *pid, long *ppid, long *sid, unsigned long long *start) {
+  char path[64], buf[1024];
   snprintf(path, sizeof(path), "/proc/%s/stat", pid);
   FILE *f = fopen(path, "r");
-  if (!f) return -1;
+  if (!f) return false;
   size_t n = fread(buf, 1, sizeof(buf) - 1, f);
   fclose(f);
   buf[n] = '\0';
   /* The command name may hold spaces and parentheses: fields follow the last ')'. */
   char *p = strrchr(buf, ')');
-  long pgrp = 0, sid = -1;
+  long pgrp = 0;
   char state = 0;
-  int ppid = 0;
-  if (!p || sscanf(p + 1, " %c %d %ld %ld", &state, &ppid, &pgrp, &sid) != 4) return -1;
-  return state == 'Z' || state == 'X' ? -1 : sid; /* a zombie maps nothing, and cannot be killed */
+  if (!p || sscanf(p + 1, " %c %ld %ld %ld %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &state,
+                   ppid, &pgrp, sid, start) != 5)
+    return false;
+  return state != 'Z' && state != 'X';
+}
+
+/* The processes found in the program's session or descending from one of
+ * them, by pid and start time (a pid may be reused). */
+static struct tracked {
+  long pid;
+  unsigned long long start;
+} *tracked;
+static size_t n_tracked, cap_tracked;
+
+static bool is_tracked(long pid, unsigned long long start) {
+  for (size_t i = 0; i < n_tracked; i++)
+    if (tracked[i].pid == pid && (start == 0 || tracked[i].start == start)) return true;
+  return false;
+}
+
+/* Whether process `name` (a d_name of /proc) is the program's: of its
+ * session, or a child of one already found (readdir lists a parent, of the
+ * lower pid, first, mostly; a later sample finds the others). */
+static bool ours(const char *name, long sid) {
+  long ppid = 0, s = -1;
+  unsigned long long start = 0;
+  if (!proc_info(name, &ppid, &s, &start)) return false;
+  long pid = strtol(name, NULL, 10);
+  if (is_tracked(pid, start)) return true;
+  if (s != sid && !is_tracked(ppid, 0)) return false;
+  if (n_tracked == cap_tracked) {
+    size_t cap = cap_tracked ? cap_tracked * 2 : 256;
+    struct tracked *t = realloc(tracked, cap * sizeof(*t));
+    if (!t) return true; /* counted, not remembered */
+    tracked = t;
+    cap_tracked = cap;
+  }
+  tracked[n_tracked++] = (struct tracked){pid, start};
+  return true;
 }
 
 /* From one read of a process's smaps_rollup, in KiB (0 if gone):
@@ -78,8 +118,9 @@ static long pool_held(void) {
   return held;
 }
 
-/* SIGKILL to every process of session `sid` (the program has exited):
- * how many there were.  Repeated until none is left or 5 s have passed. */
+/* SIGKILL to every process of session `sid` and their descendants (the
+ * program has exited): how many there were.  Repeated until none is left
+ * or 5 s have passed. */
 static long kill_session(long sid) {
   long killed = 0;
   const struct timespec pause = {0, 20 * 1000 * 1000};
@@ -89,7 +130,7 @@ static long kill_session(long sid) {
     if (!d) break;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-      if (e->d_name[0] < '1' || e->d_name[0] > '9' || session_of(e->d_name) != sid) continue;
+      if (e->d_name[0] < '1' || e->d_name[0] > '9' || !ours(e->d_name, sid)) continue;
       seen++;
       if (kill((pid_t)strtol(e->d_name, NULL, 10), SIGKILL) == 0 && round == 0) killed++;
     }
@@ -132,7 +173,7 @@ int main(int argc, char **argv) {
       struct dirent *e;
       while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-        if (session_of(e->d_name) != (long)child) continue;
+        if (!ours(e->d_name, (long)child)) continue;
         long kib, rss_one;
         rollup_kib(e->d_name, &kib, &rss_one);
         total += kib;

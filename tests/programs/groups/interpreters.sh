@@ -164,7 +164,7 @@ public class Big {
   }
 }
 JAVA
-  javac -d . Big.java
+  javac -d . Big.java || return 1
   cat >big.php <<'PHP'
 <?php
 $s = str_repeat("abcdefgh", 16 << 20);
