@@ -66,7 +66,7 @@ TEST_CASE("a registered buffer stays pinned while cached and comes back with no 
 }
 
 // A miss may take the front of the block freed last (lib/alloc.c
-// take_front), but never of a registered one: its registration covers the
+// take_last_freed), but never of a registered one: its registration covers the
 // whole mapping, which stays whole, cached and pinned; the request maps.
 TEST_CASE("a registered cached buffer is never split to serve a smaller request", "[registrar]") {
   kv::PoolGuard pool(12);

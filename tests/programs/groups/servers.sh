@@ -105,12 +105,10 @@ programs() {
 check_postgres() {
   local mode=$1 log=$2/cwd/server.log
   [ -f "$log" ] || { fail "postgres [$mode]: no server log"; return; }
-  local own lines pids
-  own=$(grep '^hugepool[a-z-]*\[[0-9]*\]: [^ ]' "$log" | grep -v 'a call at 4 KB granularity')
-  lines=$(printf '%s' "$own" | grep -c '^hugepool')
-  pids=$(printf '%s' "$own" | grep -o '^hugepool[a-z-]*\[[0-9]*\]' | sort -u | wc -l)
+  local lines pids
+  read -r lines pids < <(report_counts "$log")
   case $mode in
-  plain | default | smallheap) [ "$lines" -eq 0 ] || { fail "postgres [$mode]: $lines hugepool lines in the server log: $(printf '%s' "$own" | head -n 2 | cut -c1-200 | tr '\n' '|')"; return; } ;;
+  plain | default | smallheap) [ "$lines" -eq 0 ] || { fail "postgres [$mode]: $lines hugepool lines in the server log: $(grep -v "$split_re" "$log" | grep -m 2 '^hugepool' | cut -c1-200 | tr '\n' '|')"; return; } ;;
   *) [ "$lines" -eq "$pids" ] || { fail "postgres [$mode]: $lines hugepool lines in the server log from $pids processes"; return; } ;;
   esac
   if grep -q -E '^[0-9: .-]+UTC \[[0-9]+\] (FATAL|ERROR|PANIC):|cannot be preloaded' "$log"; then
