@@ -8,6 +8,8 @@
  *                 reservable pages, hugetlbfs mounts, THP
  * doctor-cgroups.c the hugetlb cgroup limits that apply to this process
  * doctor-env.c    HUGEPOOL_* variables, RLIMIT_MEMLOCK, MPI transport variables
+ * doctor-tlb.c    whether a 2 MB page is one TLB entry (measured only with
+ *                 --measure; tlb-probe.c does the measuring)
  * doctor-helper.c whether hugepool-reserve is installed as install.sh does it,
  *                 and whether the calling user may use it
  *
@@ -34,6 +36,8 @@ struct dr_need {
  * (pool free minus reserved, bounded by cgroup limits later). */
 void dr_check_pools(const struct dr_need *need, unsigned long long *free_2m, unsigned long long *reservable_2m);
 void dr_check_mounts_thp(void);
+/* In a virtual machine, a note; with do_measure, the measurement. */
+void dr_check_tlb(int do_measure);
 void dr_check_cgroups(const struct dr_need *need);
 void dr_check_limits_env(void);
 /* HUGEPOOL_CUDA set: the driver, its devices, the CUDA interposer (doctor-cuda.c). */

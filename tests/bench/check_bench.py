@@ -174,6 +174,22 @@ def t_tlb(lines):
             continue
         for r in mine:
             check(0.3 < r["median"] < 10000, f"tlb {p}: {r['median']} ns per access implausible")
+    # One TLB entry per 2 MB page or 512 (tools/tlb-probe.h): the 4 KB
+    # reference must slow down when its lines are spread over 512 pages (the
+    # probe's premise: no first-level data TLB holds 512 entries), and every
+    # other page type gets a verdict.
+    entries = {x["page"]: x for x in rows_of(lines, "tlb_entry")}
+    check("4k" in entries, f"tlb: no tlb_entry line for 4 KB pages ({sorted(entries)})")
+    for p, r in entries.items():
+        few, many = r.get("few_parts_ns", 0), r.get("many_parts_ns", 0)
+        check(0.1 < few < 100 and 0.1 < many < 100, f"tlb_entry {p}: {few} / {many} ns per step implausible")
+        if p == "4k":
+            check(many > 1.2 * few, f"tlb_entry 4k: spreading over 512 pages cost nothing ({few} / {many} ns)")
+        else:
+            check(r.get("verdict") in ("one entry per 2 MB page", "4 KB entries", "unclear"),
+                  f"tlb_entry {p}: verdict {r.get('verdict')}")
+    for p in ("hugetlb", "hugepool"):
+        check(p in entries or skipped(lines, "tlb_entry", p), f"tlb_entry: {p} neither measured nor skipped")
 
 
 def t_alloc_inprocess(lines_unused):

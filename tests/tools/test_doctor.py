@@ -186,6 +186,9 @@ def fake_trees():
         check(any(r.get("may_use", "").startswith("yes") for r in rep["helper"]), "healthy tree: root may use the helper")
     text = run(root).stdout
     check("verdict: hugepool will work" in text, "text output ends with the verdict line")
+    # --measure measures the real CPU: with a prepared tree it is refused.
+    code, rep, err = doctor(root, "--measure")
+    check(code == 2 and rep is None and "--root" in err, f"--measure with --root: refused, exit 2 ({code}, {err[:200]})")
     # The same tree as an unprivileged user in the config's group.
     code, rep, err = doctor(root, as_user=("65534", "65534", str(USERS_GID)))
     check(rep is not None and code == 0 and any(r.get("may_use") == "yes" for r in rep["helper"]),
@@ -439,6 +442,54 @@ def kernel_usable():
     return int(open(d + "free_hugepages").read()) - int(open(d + "resv_hugepages").read())
 
 
+def judge(ref, page):
+    """tools/tlb-probe.c's rule, from the picoseconds the doctor reports:
+    None where the numbers sit within 2% of a threshold (rounding)."""
+    ref_slow = ref["many_parts_ps"] / ref["few_parts_ps"] - 1
+    slow = page["many_parts_ps"] / page["few_parts_ps"] - 1
+    if abs(ref_slow - 0.2) < 0.02 or any(abs(slow - e) < 0.02 for e in (ref_slow / 3, ref_slow * 2 / 3)):
+        return None
+    if ref_slow < 0.2:
+        return "unclear"
+    if slow < ref_slow / 3:
+        return "one entry per 2 MB page"
+    return "4 KB entries" if slow > ref_slow * 2 / 3 else "unclear"
+
+
+def tlb_check():
+    """The TLB section on the real node (pool of 4 free pages, lock held)."""
+    flags = next((ln for ln in open("/proc/cpuinfo") if ln.startswith("flags")), "")
+    vm = "hypervisor" in flags.split()
+    code, rep, err = doctor(None, "--need", "8M")
+    rows = rep.get("tlb", [])
+    check(bool(rows) == vm and (not vm or (rows[0].get("virtual_machine") == 1 and has(
+        rep, "note", "virtual machine", "hugepool doctor --measure"))),
+          f"real node: a virtual machine ({vm}, per /proc/cpuinfo) gets the TLB note and nothing else does ({rows})")
+    free = kernel_usable()
+    code_m, rep, err = doctor(None, "--need", "8M", "--measure")
+    check(code_m == code, f"real node: --measure changes no verdict ({code}, {code_m})")
+    rows = rep.get("tlb", [])
+    ref = [r for r in rows if r.get("region") == "4k-reference"]
+    pages = [r for r in rows if r.get("region") == "hugetlb-2m"]
+    check(len(ref) == 1 and all(r["few_parts_ps"] > 0 and r["many_parts_ps"] > 0 for r in ref + pages),
+          f"real node: --measure reports the 4 KB reference ({ref})")
+    check(1 <= len(pages) <= min(4, free) and [r["page"] for r in pages] == list(range(1, len(pages) + 1)),
+          f"real node: --measure measured 1 to {min(4, free)} pages ({len(pages)})")
+    for r in pages:
+        want = judge(ref[0], r) if ref else "?"
+        check(want is None or r.get("verdict") == want,
+              f"real node: page {r['page']} judged by the rule: {r.get('verdict')} (rule: {want}; {r['text']})")
+    verdict = (rep.get("tlb-verdict") or [{}])[0]
+    split = sum(r.get("verdict") == "4 KB entries" for r in pages)
+    check(verdict.get("pages") == len(pages) and verdict.get("pages_4k_entries") == split,
+          f"real node: the verdict counts the pages ({verdict})")
+    check(has(rep, "warning", "with 4 KB TLB entries") == (split > 0),
+          f"real node: a warning exactly when a page was split into 4 KB entries ({split})")
+    print(f"     (this node: {split} of {len(pages)} pages with 4 KB TLB entries; "
+          f"{ref[0]['few_parts_ps'] if ref else '?'} / {ref[0]['many_parts_ps'] if ref else '?'} ps reference)")
+    check(kernel_usable() == free, f"real node: the measured pages are back in the pool ({kernel_usable()} of {free})")
+
+
 def real_node():
     hp = "/proc/sys/vm/nr_hugepages"
     with pool_lock():
@@ -469,6 +520,7 @@ def real_node():
             now = buddy_2m(open("/proc/buddyinfo").read(), 0)
             check(abs(node0["pages_2m_now"] - now) <= max(64, now // 10),
                   f"real node: reservable 2 MB pages {node0['pages_2m_now']} match buddyinfo ({now})")
+            tlb_check()
             # Map all 4 pages: they are no longer free for the job.
             holder = subprocess.Popen(["python3", "-c", "import ctypes,time\n"
                                        "libc=ctypes.CDLL(None, use_errno=True); libc.mmap.restype=ctypes.c_void_p\n"
@@ -486,6 +538,10 @@ def real_node():
                         break
                 check(usable <= 2 and has(rep, "error", f"{usable} free unreserved page"),
                       "real node: pages mapped by another process are not counted free")
+                if usable == 0:
+                    code_m, rep_m, err = doctor(None, "--need", "8M", "--measure")
+                    check(code_m == code and has(rep_m, "note", "TLB not measured: no free 2 MB page"),
+                          f"real node, no free page: --measure says it measured nothing, same verdict ({code_m})")
             holder.kill()
             holder.wait()
         finally:

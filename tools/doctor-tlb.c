@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The doctor's TLB check: whether this CPU translates a 2 MB page with one
+ * TLB entry (tlb-probe.h says why a virtual machine may not).
+ *
+ * Without --measure it only reads: in a virtual machine (the CPU's
+ * "hypervisor" flag) it says that the answer depends on the host, and how
+ * to measure it.  With --measure it maps up to four free 2 MB pages of the
+ * pool, privately, for about 50 ms, measures each against 2 MB of 4 KB
+ * pages, and unmaps them.  Pages are faulted in with MADV_POPULATE_WRITE,
+ * so a pool or a cgroup limit that cannot back them is an error to report,
+ * never a SIGBUS. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "doctor.h"
+#include "doctor-util.h"
+#include "tlb-probe.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+enum { MAX_PAGES = 4 };
+
+/* 1 when /proc/cpuinfo's first flags line has "hypervisor". */
+static int in_virtual_machine(void) {
+  char text[16384];
+  if (dr_read("/proc/cpuinfo", text, sizeof text) <= 0) return 0;
+  const char *flags = strstr(text, "\nflags");
+  if (!flags) return 0;
+  const char *end = strchr(flags + 1, '\n');
+  const char *hit = strstr(flags, " hypervisor");
+  return hit && (!end || hit < end) && (hit[11] == ' ' || hit[11] == '\n' || hit[11] == '\0');
+}
+
+static long long ps(double ns) { return (long long)(ns * 1000.0 + 0.5); }
+
+static void probe_row(const char *what, int page, const struct tlb_probe *p, const char *verdict) {
+  dr_row("%-22s %5.2f ns a step over 8 of its 4 KB parts, %5.2f over 512 (%.2fx)%s%s", what, p->ns_few, p->ns_many,
+         p->ns_many / p->ns_few, verdict ? ": " : "", verdict ? verdict : "");
+  dr_kv_str("region", page < 0 ? "4k-reference" : "hugetlb-2m");
+  if (page >= 0) dr_kv_num("page", page + 1);
+  dr_kv_num("few_parts_ps", ps(p->ns_few));
+  dr_kv_num("many_parts_ps", ps(p->ns_many));
+  if (verdict) dr_kv_str("verdict", verdict);
+}
+
+/* Maps up to MAX_PAGES free 2 MB pages, as many as the pool gives. */
+static void *map_pages(int *n, int *err) {
+  for (int want = MAX_PAGES; want >= 1; want /= 2) {
+    size_t len = (size_t)want * TLB_PROBE_REGION;
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+    if (p == MAP_FAILED) {
+      *err = errno;
+      continue;
+    }
+    if (madvise(p, len, MADV_POPULATE_WRITE) == 0) {
+      *n = want;
+      return p;
+    }
+    *err = errno;
+    munmap(p, len);
+    if (*err == EINVAL) break; /* a kernel before 5.14 */
+  }
+  return NULL;
+}
+
+static void measure(int vm) {
+  struct tlb_probe ref;
+  if (tlb_probe_reference(&ref) != 0) {
+    dr_problem(DR_INFO, "", "TLB not measured: 2 MB of 4 KB pages could not be mapped (%s)", strerror(errno));
+    return;
+  }
+  int n = 0, err = 0;
+  char *pages = map_pages(&n, &err);
+  if (!pages) {
+    probe_row("4 KB pages (reference)", -1, &ref, NULL);
+    dr_kv_num("virtual_machine", vm);
+    dr_problem(DR_INFO, "hugepool doctor --measure   (again, with a free page in the pool)",
+               "TLB not measured: no free 2 MB page could be mapped and faulted in (%s)",
+               err == EINVAL ? "MADV_POPULATE_WRITE needs kernel 5.14" : strerror(err));
+    return;
+  }
+  struct tlb_probe got[MAX_PAGES];
+  enum tlb_verdict v[MAX_PAGES];
+  for (int i = 0; i < n; i++) tlb_probe_region(pages + (size_t)i * TLB_PROBE_REGION, &got[i]);
+  struct tlb_probe ref2; /* the reference again: one number for both ends */
+  if (tlb_probe_reference(&ref2) == 0) {
+    if (ref2.ns_few < ref.ns_few) ref.ns_few = ref2.ns_few;
+    if (ref2.ns_many < ref.ns_many) ref.ns_many = ref2.ns_many;
+  }
+  munmap(pages, (size_t)n * TLB_PROBE_REGION);
+  probe_row("4 KB pages (reference)", -1, &ref, NULL);
+  dr_kv_num("virtual_machine", vm);
+  int split = 0, one = 0;
+  for (int i = 0; i < n; i++) {
+    v[i] = tlb_probe_judge(&ref, &got[i]);
+    char what[32];
+    (void)snprintf(what, sizeof what, "2 MB hugetlb page %d", i + 1);
+    probe_row(what, i, &got[i], tlb_verdict_name(v[i]));
+    split += v[i] == TLB_4K_ENTRIES;
+    one += v[i] == TLB_ONE_ENTRY;
+  }
+  dr_section("tlb-verdict", "what the measurement means");
+  if (split)
+    dr_row("%d of %d pages translated with 4 KB TLB entries", split, n);
+  else if (one == n)
+    dr_row("one TLB entry per 2 MB page (%d of %d pages)", one, n);
+  else
+    dr_row("unclear (%d of %d pages one entry)", one, n);
+  dr_kv_num("pages", n);
+  dr_kv_num("pages_4k_entries", split);
+  dr_kv_num("pages_one_entry", one);
+  if (split) {
+    dr_problem(DR_WARNING,
+               vm ? "none inside this guest: a host that backs guest memory with 2 MB or 1 GB pages (hugetlbfs or "
+                    "THP for the VM's memory) gives its guests 2 MB entries"
+                  : "",
+               "this CPU translates %d of %d 2 MB pages measured with 4 KB TLB entries%s: hugetlb pages here still "
+               "save page faults, pinning, translation entries and a level of page walk, but not TLB reach, and "
+               "benchmarks of TLB-bound code will not show their gain",
+               split, n, vm ? " (a virtual machine: its host maps this memory with 4 KB pages)" : "");
+  } else if (one != n) {
+    dr_problem(DR_INFO, "hugepool doctor --measure   (again, on an idle CPU)",
+               "the TLB measurement is unclear: the 4 KB reference slowed %.2fx when spread, and the 2 MB pages "
+               "between that and none (a busy CPU, or one whose first-level TLB holds 512 entries)",
+               ref.ns_many / ref.ns_few);
+  }
+}
+
+void dr_check_tlb(int do_measure) {
+  int vm = dr_real_root() ? in_virtual_machine() : 0;
+  if (!do_measure && !vm) return;
+  dr_section("tlb", "whether a 2 MB page is one TLB entry here");
+  if (!do_measure) {
+    dr_row("a virtual machine: not measured");
+    dr_kv_num("virtual_machine", vm);
+    dr_problem(DR_INFO, "hugepool doctor --measure",
+               "this is a virtual machine: whether its 2 MB pages get 2 MB TLB entries depends on how the host maps "
+               "its memory (with 4 KB pages they do not, and only faults, pinning and page walks gain)");
+    return;
+  }
+  measure(vm);
+}

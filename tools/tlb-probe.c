@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Whether a 2 MB page is one TLB entry here, measured (tlb-probe.h). */
+#define _GNU_SOURCE
+#include "tlb-probe.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+enum {
+  LINE = 64,
+  PART = 4096,
+  LINES = 512, /* 32 KiB: in any first-level data cache */
+  PARTS = TLB_PROBE_REGION / PART,
+  LAPS = 200, /* passes over the lines per timed run */
+  RUNS = 15,  /* timed runs; the fastest counts */
+};
+
+static double now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+/* Line i of the chase: over `parts` of the 4 KB parts, LINES / parts lines
+ * in each.  Spread over all 512 parts, line i sits at line i % 64 of its
+ * part, so both layouts fill every set of a 64-set first-level cache with
+ * the same 8 lines. */
+static char *line_at(char *base, unsigned parts, unsigned i) {
+  unsigned per = LINES / parts;
+  unsigned part = i / per, in_part = i % per;
+  if (per == 1) in_part = i % (PART / LINE);
+  return base + (size_t)part * PART + (size_t)in_part * LINE;
+}
+
+/* Links the lines into one random cycle (a fixed shuffle, so every region
+ * is measured on the same order) and returns its start. */
+static char **link_lines(char *base, unsigned parts) {
+  uint16_t order[LINES];
+  for (unsigned i = 0; i < LINES; i++) order[i] = (uint16_t)i;
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (unsigned i = LINES - 1; i > 0; i--) { /* Sattolo: one cycle */
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    unsigned j = (unsigned)((x >> 33) % i);
+    uint16_t t = order[i];
+    order[i] = order[j];
+    order[j] = t;
+  }
+  for (unsigned i = 0; i < LINES; i++) {
+    char **from = (char **)(void *)line_at(base, parts, order[i]);
+    *from = line_at(base, parts, order[(i + 1) % LINES]);
+  }
+  return (char **)(void *)line_at(base, parts, order[0]);
+}
+
+static double chase(char *base, unsigned parts) {
+  char **p = link_lines(base, parts);
+  for (unsigned i = 0; i < LINES * 4; i++) p = (char **)(void *)*p; /* warm-up */
+  double best = 0;
+  for (int r = 0; r < RUNS; r++) {
+    double t0 = now_ns();
+    for (unsigned i = 0; i < LINES * LAPS; i++) p = (char **)(void *)*p;
+    double t = (now_ns() - t0) / (LINES * LAPS);
+    if (r == 0 || t < best) best = t;
+  }
+  __asm__ volatile("" : : "r"(p) : "memory"); /* keep the chase */
+  return best;
+}
+
+void tlb_probe_region(void *p, struct tlb_probe *out) {
+  chase(p, 8); /* the CPU's clock up to speed */
+  out->ns_few = chase(p, 8);
+  out->ns_many = chase(p, PARTS);
+}
+
+enum tlb_verdict tlb_probe_judge(const struct tlb_probe *ref, const struct tlb_probe *page) {
+  if (!(ref->ns_few > 0) || !(page->ns_few > 0)) return TLB_UNCLEAR;
+  double ref_slow = ref->ns_many / ref->ns_few - 1, page_slow = page->ns_many / page->ns_few - 1;
+  if (ref_slow < 0.2) return TLB_UNCLEAR;
+  if (page_slow < ref_slow / 3) return TLB_ONE_ENTRY;
+  if (page_slow > ref_slow * 2 / 3) return TLB_4K_ENTRIES;
+  return TLB_UNCLEAR;
+}
+
+const char *tlb_verdict_name(enum tlb_verdict v) {
+  switch (v) {
+    case TLB_ONE_ENTRY: return "one entry per 2 MB page";
+    case TLB_4K_ENTRIES: return "4 KB entries";
+    case TLB_UNCLEAR: break;
+  }
+  return "unclear";
+}
+
+int tlb_probe_reference(struct tlb_probe *out) {
+  void *p = mmap(NULL, TLB_PROBE_REGION, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return -1;
+  (void)madvise(p, TLB_PROBE_REGION, MADV_NOHUGEPAGE);
+  memset(p, 0, TLB_PROBE_REGION);
+  tlb_probe_region(p, out);
+  int saved = errno;
+  munmap(p, TLB_PROBE_REGION);
+  errno = saved;
+  return 0;
+}
