@@ -5,27 +5,35 @@
  * Without --measure it only reads: in a virtual machine (the CPU's
  * "hypervisor" flag) it says that the answer depends on the host, and how
  * to measure it.  With --measure it maps up to four free 2 MB pages of the
- * pool, privately, for about 50 ms, measures each against 2 MB of 4 KB
- * pages, and unmaps them.  Pages are faulted in with MADV_POPULATE_WRITE,
- * so a pool or a cgroup limit that cannot back them is an error to report,
- * never a SIGBUS. */
+ * pool (2 MB pages whatever the default huge page size), privately, for
+ * about 50 ms, measures each against 2 MB of 4 KB pages, and unmaps them.
+ * Pages are faulted in with MADV_POPULATE_WRITE, so a pool or a cgroup
+ * limit that cannot back them is an error to report, never a SIGBUS.
+ */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#include "doctor.h"
 #include "doctor-util.h"
+#include "doctor.h"
 #include "tlb-probe.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
+#ifndef MAP_HUGE_SHIFT
+#define MAP_HUGE_SHIFT 26
+#endif
+#ifndef MAP_HUGE_2MB
+#define MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
+#endif
 
 enum { MAX_PAGES = 4 };
 
-/* 1 when /proc/cpuinfo's first flags line has "hypervisor". */
+/* 1 when /proc/cpuinfo's first flags line has "hypervisor" (x86; other
+ * architectures have no such flag, and get no note). */
 static int in_virtual_machine(void) {
   char text[16384];
   if (dr_read("/proc/cpuinfo", text, sizeof text) <= 0) return 0;
@@ -39,7 +47,7 @@ static int in_virtual_machine(void) {
 static long long ps(double ns) { return (long long)(ns * 1000.0 + 0.5); }
 
 static void probe_row(const char *what, int page, const struct tlb_probe *p, const char *verdict) {
-  dr_row("%-22s %5.2f ns a step over 8 of its 4 KB parts, %5.2f over 512 (%.2fx)%s%s", what, p->ns_few, p->ns_many,
+  dr_row("%-22s %5.2f ns a step spread over 8 x 4 KB, %5.2f over 512 x 4 KB (%.2fx)%s%s", what, p->ns_few, p->ns_many,
          p->ns_many / p->ns_few, verdict ? ": " : "", verdict ? verdict : "");
   dr_kv_str("region", page < 0 ? "4k-reference" : "hugetlb-2m");
   if (page >= 0) dr_kv_num("page", page + 1);
@@ -52,7 +60,7 @@ static void probe_row(const char *what, int page, const struct tlb_probe *p, con
 static void *map_pages(int *n, int *err) {
   for (int want = MAX_PAGES; want >= 1; want /= 2) {
     size_t len = (size_t)want * TLB_PROBE_REGION;
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB, -1, 0);
     if (p == MAP_FAILED) {
       *err = errno;
       continue;
@@ -62,7 +70,7 @@ static void *map_pages(int *n, int *err) {
       return p;
     }
     *err = errno;
-    munmap(p, len);
+    (void)munmap(p, len);
     if (*err == EINVAL) break; /* a kernel before 5.14 */
   }
   return NULL;
@@ -80,8 +88,11 @@ static void measure(int vm) {
     probe_row("4 KB pages (reference)", -1, &ref, NULL);
     dr_kv_num("virtual_machine", vm);
     dr_problem(DR_INFO, "hugepool doctor --measure   (again, with a free page in the pool)",
-               "TLB not measured: no free 2 MB page could be mapped and faulted in (%s)",
-               err == EINVAL ? "MADV_POPULATE_WRITE needs kernel 5.14" : strerror(err));
+               "TLB not measured: no 2 MB page could be mapped and faulted in (%s)",
+               err == EINVAL   ? "MADV_POPULATE_WRITE needs kernel 5.14"
+               : err == ENOMEM ? "no free page in the 2 MB pool"
+               : err == EFAULT ? "a hugetlb cgroup limit stopped the fault"
+                               : strerror(err));
     return;
   }
   struct tlb_probe got[MAX_PAGES];
@@ -92,7 +103,9 @@ static void measure(int vm) {
     if (ref2.ns_few < ref.ns_few) ref.ns_few = ref2.ns_few;
     if (ref2.ns_many < ref.ns_many) ref.ns_many = ref2.ns_many;
   }
-  munmap(pages, (size_t)n * TLB_PROBE_REGION);
+  if (munmap(pages, (size_t)n * TLB_PROBE_REGION) != 0)
+    dr_problem(DR_INFO, "", "the measured pages could not be unmapped (%s): they go back when the doctor exits",
+               strerror(errno));
   probe_row("4 KB pages (reference)", -1, &ref, NULL);
   dr_kv_num("virtual_machine", vm);
   int split = 0, one = 0;
@@ -104,30 +117,30 @@ static void measure(int vm) {
     split += v[i] == TLB_4K_ENTRIES;
     one += v[i] == TLB_ONE_ENTRY;
   }
-  dr_section("tlb-verdict", "what the measurement means");
   if (split)
-    dr_row("%d of %d pages translated with 4 KB TLB entries", split, n);
+    dr_row("=> %d of %d pages translated with 4 KB TLB entries", split, n);
   else if (one == n)
-    dr_row("one TLB entry per 2 MB page (%d of %d pages)", one, n);
+    dr_row("=> one TLB entry per 2 MB page (%d of %d pages)", one, n);
   else
-    dr_row("unclear (%d of %d pages one entry)", one, n);
+    dr_row("=> unclear (%d of %d pages one entry)", one, n);
   dr_kv_num("pages", n);
   dr_kv_num("pages_4k_entries", split);
   dr_kv_num("pages_one_entry", one);
-  if (split) {
+  if (split && vm) {
     dr_problem(DR_WARNING,
-               vm ? "none inside this guest: a host that backs guest memory with 2 MB or 1 GB pages (hugetlbfs or "
-                    "THP for the VM's memory) gives its guests 2 MB entries"
-                  : "",
-               "this CPU translates %d of %d 2 MB pages measured with 4 KB TLB entries%s: hugetlb pages here still "
-               "save page faults, pinning, translation entries and a level of page walk, but not TLB reach, and "
-               "benchmarks of TLB-bound code will not show their gain",
-               split, n, vm ? " (a virtual machine: its host maps this memory with 4 KB pages)" : "");
-  } else if (one != n) {
+               "ask the administrators of this virtual machine's host to back its memory with 2 MB or 1 GB pages "
+               "(hugetlbfs or THP for the guest's memory)",
+               "2 MB pages are translated here with 4 KB TLB entries (%d of %d pages measured): this virtual "
+               "machine's host maps its memory with 4 KB pages. hugetlb pages here still save page faults, pinning, "
+               "page-table entries and a level of page walk, but not TLB reach, and benchmarks of TLB-bound code "
+               "will not show their gain",
+               split, n);
+  } else if (split || one != n) {
     dr_problem(DR_INFO, "hugepool doctor --measure   (again, on an idle CPU)",
-               "the TLB measurement is unclear: the 4 KB reference slowed %.2fx when spread, and the 2 MB pages "
-               "between that and none (a busy CPU, or one whose first-level TLB holds 512 entries)",
-               ref.ns_many / ref.ns_few);
+               "the TLB measurement is unclear: the 4 KB reference slowed %.2fx when spread over 512 pages, and %d "
+               "of %d 2 MB pages slowed %s (a busy CPU%s)",
+               ref.ns_many / ref.ns_few, n - one, n, split ? "as much" : "part as much",
+               vm ? "" : "; not expected on bare metal, where a 2 MB page is one entry");
   }
 }
 

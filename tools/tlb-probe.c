@@ -24,24 +24,23 @@ static double now_ns(void) {
   return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
-/* Line i of the chase: over `parts` of the 4 KB parts, LINES / parts lines
- * in each.  Spread over all 512 parts, line i sits at line i % 64 of its
- * part, so both layouts fill every set of a 64-set first-level cache with
- * the same 8 lines. */
+/* Line i of the chase.  Over 8 parts it sits at byte i * 64: part i / 64,
+ * line i % 64.  Over all 512 it sits in part (i % 64) * 8 + i / 64, at the
+ * same line i % 64: address bits 0-14 are those of the 8-part layout, so
+ * any cache of up to 32 KiB a way (x86's 64 sets, arm64's 256) indexes the
+ * two layouts' lines into the same sets; only the pages differ. */
 static char *line_at(char *base, unsigned parts, unsigned i) {
-  unsigned per = LINES / parts;
-  unsigned part = i / per, in_part = i % per;
-  if (per == 1) in_part = i % (PART / LINE);
-  return base + (size_t)part * PART + (size_t)in_part * LINE;
+  unsigned line = i % (PART / LINE), part = parts == 8 ? i / (PART / LINE) : line * 8 + i / (PART / LINE);
+  return base + (size_t)part * PART + (size_t)line * LINE;
 }
 
-/* Links the lines into one random cycle (a fixed shuffle, so every region
- * is measured on the same order) and returns its start. */
+/* Links the lines, in a fixed random order (the same for every region),
+ * into one cycle, and returns its start. */
 static char **link_lines(char *base, unsigned parts) {
   uint16_t order[LINES];
   for (unsigned i = 0; i < LINES; i++) order[i] = (uint16_t)i;
   uint64_t x = 0x9e3779b97f4a7c15ull;
-  for (unsigned i = LINES - 1; i > 0; i--) { /* Sattolo: one cycle */
+  for (unsigned i = LINES - 1; i > 0; i--) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
     unsigned j = (unsigned)((x >> 33) % i);
     uint16_t t = order[i];

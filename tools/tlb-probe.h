@@ -10,8 +10,9 @@
  * page walk, but not TLB reach (bench/RESULTS.md section 31).
  *
  * The test: a dependent pointer chase through 512 cache lines (32 KiB, in
- * every first-level data cache), laid over 8 of the region's 4 KB parts
- * and then over all 512.  Over 512 parts each step needs a different 4 KB
+ * the first-level data cache of current x86 and arm64 server cores), laid
+ * over 8 of the region's 4 KB parts and then over all 512, with the same
+ * cache sets used in both.  Over 512 parts each step needs a different 4 KB
  * translation: where those are separate TLB entries, more than a
  * first-level data TLB holds (64-96 on current CPUs), every step misses it;
  * where one 2 MB entry covers them, nothing changes.  A 4 KB-page region
@@ -38,9 +39,9 @@ struct tlb_probe {
 void tlb_probe_region(void *p, struct tlb_probe *out);
 
 enum tlb_verdict {
-  TLB_ONE_ENTRY,   /* spreading the lines costs nothing: one entry */
-  TLB_4K_ENTRIES,  /* it costs what it costs on 4 KB pages */
-  TLB_UNCLEAR,     /* in between, or the 4 KB reference shows no cost */
+  TLB_ONE_ENTRY,  /* spreading the lines costs nothing: one entry */
+  TLB_4K_ENTRIES, /* it costs what it costs on 4 KB pages */
+  TLB_UNCLEAR,    /* in between, or the 4 KB reference shows no cost */
 };
 
 /* ref: a 4 KB-page region; page: the region judged.  The reference must

@@ -256,9 +256,9 @@ def section_tlb(R, md, plots, cost):
     a, b = R.one(bench="tlb", page="4k", size=big), R.one(bench="tlb", page="hugetlb", size=big)
     if a and b:
         findings.append(f"Over {size_name(big)}, a random access cost {fmt(a['median'])} ns on 4 KB "
-                        f"pages and {fmt(b['median'])} ns on hugetlb 2 MB pages ({fmt(a['median'] / b['median'], 2)}×). "
-                        "This matters for codes that gather/scatter into large buffers; for streaming copies it "
-                        "does not.")
+                        f"pages and {fmt(b['median'])} ns on hugetlb 2 MB pages "
+                        f"({fmt(a['median'] / b['median'], 2)}×). This matters for codes that gather/scatter "
+                        "into large buffers; for streaming copies it does not.")
     findings += tlb_entries(R, md)
     shows(md, findings)
 
@@ -277,11 +277,12 @@ def tlb_entries(R, md):
     md.append("")
     md += table(["buffer", "ns/step over 8 parts", "over 512 parts", "slowdown", "TLB entries"], out)
     md.append("")
-    split = [PAGE_LABEL.get(p, p) for p in rows if rows[p].get("verdict") == "4 KB entries"]
-    if split:
-        return [f"Here {', '.join(split)} buffers were translated with 4 KB TLB entries, like 4 KB pages (what a "
-                "virtual machine gets when its host maps the guest's memory with 4 KB pages): on this machine huge "
-                "pages save faults, pinning and page-walk depth, not TLB reach."]
+    hugetlb = [p for p in ("hugetlb", "hugepool") if p in rows]
+    split = [PAGE_LABEL.get(p, p) for p in hugetlb if rows[p].get("verdict") == "4 KB entries"]
+    if split and len(split) == len(hugetlb):
+        return [f"Here {' and '.join(split)} buffers were translated with 4 KB TLB entries, like 4 KB pages "
+                "(what a virtual machine gets when its host maps the guest's memory with 4 KB pages): on this "
+                "machine huge pages save faults, pinning and page-walk depth, not TLB reach."]
     return []
 
 

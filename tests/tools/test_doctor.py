@@ -188,7 +188,8 @@ def fake_trees():
     check("verdict: hugepool will work" in text, "text output ends with the verdict line")
     # --measure measures the real CPU: with a prepared tree it is refused.
     code, rep, err = doctor(root, "--measure")
-    check(code == 2 and rep is None and "--root" in err, f"--measure with --root: refused, exit 2 ({code}, {err[:200]})")
+    check(code == 2 and rep is None and "--root" in err,
+          f"--measure with --root: refused, exit 2 ({code}, {err[:200]})")
     # The same tree as an unprivileged user in the config's group.
     code, rep, err = doctor(root, as_user=("65534", "65534", str(USERS_GID)))
     check(rep is not None and code == 0 and any(r.get("may_use") == "yes" for r in rep["helper"]),
@@ -456,11 +457,33 @@ def judge(ref, page):
     return "4 KB entries" if slow > ref_slow * 2 / 3 else "unclear"
 
 
+def hold_pages(n):
+    """A process that maps and touches n 2 MB pages of the pool until
+    killed; None when it could not."""
+    holder = subprocess.Popen(["python3", "-c", "import ctypes,sys,time\n"
+                               "libc=ctypes.CDLL(None, use_errno=True); libc.mmap.restype=ctypes.c_void_p\n"
+                               "libc.mmap.argtypes=[ctypes.c_void_p,ctypes.c_size_t,ctypes.c_int,ctypes.c_int,"
+                               "ctypes.c_int,ctypes.c_long]\n"
+                               "n=int(sys.argv[1])<<21\n"
+                               "p=libc.mmap(None, n, 3, 0x22|0x40000, -1, 0)\n"
+                               "assert p not in (None, ctypes.c_void_p(-1).value)\n"
+                               "ctypes.memset(p, 1, n); print('ok', flush=True); time.sleep(30)", str(n)],
+                              stdout=subprocess.PIPE, text=True)
+    if holder.stdout.readline().strip() == "ok":
+        return holder
+    holder.kill()
+    holder.wait()
+    return None
+
+
 def tlb_check():
     """The TLB section on the real node (pool of 4 free pages, lock held)."""
     flags = next((ln for ln in open("/proc/cpuinfo") if ln.startswith("flags")), "")
     vm = "hypervisor" in flags.split()
     code, rep, err = doctor(None, "--need", "8M")
+    if rep is None:
+        check(False, f"real node: the doctor printed no JSON ({err[:300]})")
+        return
     rows = rep.get("tlb", [])
     check(bool(rows) == vm and (not vm or (rows[0].get("virtual_machine") == 1 and has(
         rep, "note", "virtual machine", "hugepool doctor --measure"))),
@@ -468,6 +491,9 @@ def tlb_check():
     free = kernel_usable()
     code_m, rep, err = doctor(None, "--need", "8M", "--measure")
     check(code_m == code, f"real node: --measure changes no verdict ({code}, {code_m})")
+    if rep is None:
+        check(False, f"real node: --measure printed no JSON ({err[:300]})")
+        return
     rows = rep.get("tlb", [])
     ref = [r for r in rows if r.get("region") == "4k-reference"]
     pages = [r for r in rows if r.get("region") == "hugetlb-2m"]
@@ -479,12 +505,12 @@ def tlb_check():
         want = judge(ref[0], r) if ref else "?"
         check(want is None or r.get("verdict") == want,
               f"real node: page {r['page']} judged by the rule: {r.get('verdict')} (rule: {want}; {r['text']})")
-    verdict = (rep.get("tlb-verdict") or [{}])[0]
+    verdict = next((r for r in rows if "pages" in r), {})
     split = sum(r.get("verdict") == "4 KB entries" for r in pages)
     check(verdict.get("pages") == len(pages) and verdict.get("pages_4k_entries") == split,
           f"real node: the verdict counts the pages ({verdict})")
-    check(has(rep, "warning", "with 4 KB TLB entries") == (split > 0),
-          f"real node: a warning exactly when a page was split into 4 KB entries ({split})")
+    check(has(rep, "warning", "with 4 KB TLB entries") == (split > 0 and vm),
+          f"real node: a warning exactly when a virtual machine's page was split into 4 KB entries ({split})")
     print(f"     (this node: {split} of {len(pages)} pages with 4 KB TLB entries; "
           f"{ref[0]['few_parts_ps'] if ref else '?'} / {ref[0]['many_parts_ps'] if ref else '?'} ps reference)")
     check(kernel_usable() == free, f"real node: the measured pages are back in the pool ({kernel_usable()} of {free})")
@@ -521,16 +547,9 @@ def real_node():
             check(abs(node0["pages_2m_now"] - now) <= max(64, now // 10),
                   f"real node: reservable 2 MB pages {node0['pages_2m_now']} match buddyinfo ({now})")
             tlb_check()
-            # Map all 4 pages: they are no longer free for the job.
-            holder = subprocess.Popen(["python3", "-c", "import ctypes,time\n"
-                                       "libc=ctypes.CDLL(None, use_errno=True); libc.mmap.restype=ctypes.c_void_p\n"
-                                       "libc.mmap.argtypes=[ctypes.c_void_p,ctypes.c_size_t,ctypes.c_int,ctypes.c_int,"
-                                       "ctypes.c_int,ctypes.c_long]\n"
-                                       "p=libc.mmap(None, 4<<20, 3, 0x22|0x40000, -1, 0)\n"
-                                       "assert p not in (None, ctypes.c_void_p(-1).value)\n"
-                                       "ctypes.memset(p, 1, 4<<20); print('ok', flush=True); time.sleep(30)"],
-                                      stdout=subprocess.PIPE, text=True)
-            if holder.stdout.readline().strip() == "ok":
+            # Map 2 of the 4 pages: they are no longer free for the job.
+            holder = hold_pages(2)
+            if holder:
                 for _ in range(5):
                     usable = kernel_usable()
                     code, rep, err = doctor(None, "--need", "8M")
@@ -538,12 +557,22 @@ def real_node():
                         break
                 check(usable <= 2 and has(rep, "error", f"{usable} free unreserved page"),
                       "real node: pages mapped by another process are not counted free")
-                if usable == 0:
+                # --measure asks for 4 pages, then for 2, then for 1.
+                code_m, rep_m, err = doctor(None, "--need", "8M", "--measure")
+                pages = [r for r in (rep_m or {}).get("tlb", []) if r.get("region") == "hugetlb-2m"]
+                check(usable != 2 or len(pages) == 2, f"real node, 2 free pages: --measure measured 2 ({len(pages)})")
+                # And the other 2: the pool has no free page left.
+                second = hold_pages(2)
+                if second and kernel_usable() == 0:
                     code_m, rep_m, err = doctor(None, "--need", "8M", "--measure")
-                    check(code_m == code and has(rep_m, "note", "TLB not measured: no free 2 MB page"),
-                          f"real node, no free page: --measure says it measured nothing, same verdict ({code_m})")
-            holder.kill()
-            holder.wait()
+                    check(rep_m is not None and has(rep_m, "note", "TLB not measured", "hugepool doctor --measure")
+                          and not any(r.get("region") == "hugetlb-2m" for r in rep_m.get("tlb", [])),
+                          f"real node, no free page: --measure says it measured nothing ({err[:200]})")
+                    check(code_m == 1, f"real node, no free page: the verdict is the pool's, not the TLB's ({code_m})")
+                for h in (second, holder):
+                    if h:
+                        h.kill()
+                        h.wait()
         finally:
             with open(hp, "w") as f:
                 f.write(f"{before}\n")
