@@ -20,14 +20,12 @@
 #include "doctor.h"
 #include "tlb-probe.h"
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-#ifndef MAP_HUGE_SHIFT
-#define MAP_HUGE_SHIFT 26
-#endif
+/* glibc has MAP_HUGE_SHIFT, and MADV_POPULATE_WRITE from 2.35 on. */
 #ifndef MAP_HUGE_2MB
 #define MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
 #endif
 
 enum { MAX_PAGES = 4 };
