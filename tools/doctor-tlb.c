@@ -2,8 +2,8 @@
 /* The doctor's TLB check: whether this CPU translates a 2 MB page with one
  * TLB entry (tlb-probe.h says why a virtual machine may not).
  *
- * Without --measure it only reads: in a virtual machine (the CPU's
- * "hypervisor" flag) it says that the answer depends on the host, and how
+ * Without --measure it only reads: in a virtual machine (in_virtual_machine
+ * says how it knows) it says that the answer depends on the host, and how
  * to measure it.  With --measure it maps up to four free 2 MB pages of the
  * pool (2 MB pages whatever the default huge page size), privately, for
  * about 50 ms, measures each against 2 MB of 4 KB pages, and unmaps them.
@@ -30,16 +30,56 @@
 
 enum { MAX_PAGES = 4 };
 
-/* 1 when /proc/cpuinfo's first flags line has "hypervisor" (x86; other
- * architectures have no such flag, and get no note). */
-static int in_virtual_machine(void) {
+/* Reads ROOT/rel's first line, without its newline; "" when absent. */
+static void first_line(const char *rel, char *out, size_t len) {
+  if (dr_read(rel, out, len) <= 0) out[0] = '\0';
+  out[strcspn(out, "\n")] = '\0';
+}
+
+/* Whether this is a virtual machine, and how the doctor knows it (why).
+ * x86: the CPU's "hypervisor" flag (the first flags line of /proc/cpuinfo),
+ * and nothing else: a bare-metal cloud instance has its cloud's DMI vendor
+ * and no flag.  Without a flags line (arm64, POWER): /sys/hypervisor/type
+ * (Xen), or the DMI vendor of a hypervisor, where the product is not a
+ * bare-metal instance ("*.metal"). */
+static int in_virtual_machine(char *why, size_t len) {
   char text[16384];
-  if (dr_read("/proc/cpuinfo", text, sizeof text) <= 0) return 0;
-  const char *flags = strstr(text, "\nflags");
-  if (!flags) return 0;
-  const char *end = strchr(flags + 1, '\n');
-  const char *hit = strstr(flags, " hypervisor");
-  return hit && (!end || hit < end) && (hit[11] == ' ' || hit[11] == '\n' || hit[11] == '\0');
+  if (dr_read("/proc/cpuinfo", text, sizeof text) > 0) {
+    const char *flags = strstr(text, "\nflags");
+    if (flags) {
+      const char *end = strchr(flags + 1, '\n');
+      const char *hit = strstr(flags, " hypervisor");
+      if (!hit || (end && hit > end) || (hit[11] != ' ' && hit[11] != '\n' && hit[11] != '\0')) return 0;
+      (void)snprintf(why, len, "the CPU's hypervisor flag");
+      return 1;
+    }
+  }
+  char line[256];
+  first_line("/sys/hypervisor/type", line, sizeof line);
+  if (line[0]) {
+    (void)snprintf(why, len, "/sys/hypervisor/type: %s", line);
+    return 1;
+  }
+  static const struct {
+    const char *vendor, *product; /* product: NULL for any */
+  } dmi[] = {
+      {"QEMU", NULL},      {"KVM", NULL},           {"Xen", NULL},
+      {"VMware", NULL},    {"innotek GmbH", NULL},  {"Parallels", NULL},
+      {"Bochs", NULL},     {"Amazon EC2", NULL},    {"Google", "Google Compute Engine"},
+      {"OpenStack", NULL}, {"Alibaba Cloud", NULL}, {"Microsoft Corporation", "Virtual Machine"},
+  };
+  char vendor[256], product[256];
+  first_line("/sys/class/dmi/id/sys_vendor", vendor, sizeof vendor);
+  first_line("/sys/class/dmi/id/product_name", product, sizeof product);
+  size_t plen = strlen(product);
+  if (plen >= 6 && strcmp(product + plen - 6, ".metal") == 0) return 0;
+  for (size_t i = 0; i < sizeof dmi / sizeof dmi[0]; i++) {
+    if (strncmp(vendor, dmi[i].vendor, strlen(dmi[i].vendor)) != 0) continue;
+    if (dmi[i].product && strcmp(product, dmi[i].product) != 0) continue;
+    (void)snprintf(why, len, "DMI: %s%s%s", vendor, product[0] ? ", " : "", product);
+    return 1;
+  }
+  return 0;
 }
 
 static long long ps(double ns) { return (long long)(ns * 1000.0 + 0.5); }
@@ -143,15 +183,18 @@ static void measure(int vm) {
 }
 
 void dr_check_tlb(int do_measure) {
-  int vm = dr_real_root() ? in_virtual_machine() : 0;
+  char why[320] = "";
+  int vm = in_virtual_machine(why, sizeof why);
   if (!do_measure && !vm) return;
   dr_section("tlb", "whether a 2 MB page is one TLB entry here");
   if (!do_measure) {
-    dr_row("a virtual machine: not measured");
+    dr_row("a virtual machine (%s): not measured", why);
     dr_kv_num("virtual_machine", vm);
+    dr_kv_str("virtual_machine_by", why);
     dr_problem(DR_INFO, "hugepool doctor --measure",
-               "this is a virtual machine: whether its 2 MB pages get 2 MB TLB entries depends on how the host maps "
-               "its memory (with 4 KB pages they do not, and only faults, pinning and page walks gain)");
+               "this is a virtual machine (%s): whether its 2 MB pages get 2 MB TLB entries depends on how the host "
+               "maps its memory (with 4 KB pages they do not, and only faults, pinning and page walks gain)",
+               why);
     return;
   }
   measure(vm);
