@@ -205,6 +205,31 @@ inline long pool_available(size_t page_kb) {
   return f < 0 || r < 0 ? -1 : f - r;
 }
 
+// A field of the mapping that holds p ("KernelPageSize", "AnonHugePages"),
+// in kB, from /proc/self/smaps: what the kernel gave a buffer, not what its
+// allocator claims.  -1 when no mapping holds p or it lacks the field.
+inline long smaps_kb_of(const void *p, const char *field) {
+  std::FILE *f = std::fopen("/proc/self/smaps", "re");
+  if (f == nullptr) return -1;
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  const size_t n = std::strlen(field);
+  char line[512];
+  bool inside = false;
+  long kb = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    unsigned long lo = 0, hi = 0;
+    const char *colon = std::strchr(line, ':'), *space = std::strchr(line, ' ');
+    if (std::sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && colon > space) {  // a mapping's first line
+      inside = a >= lo && a < hi;
+    } else if (inside && std::strncmp(line, field, n) == 0 && line[n] == ':') {
+      kb = std::strtol(line + n + 1, nullptr, 10);
+      break;
+    }
+  }
+  std::fclose(f);
+  return kb;
+}
+
 // ---------------------------------------------------------------- page types
 // Where a buffer comes from.  The first five are page types (--pages names
 // them); the last three are the allocator calls of the allocator and MPI

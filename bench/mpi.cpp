@@ -53,25 +53,6 @@ std::vector<Page> parse_mems(const std::string &s) {
   return out;
 }
 
-// KernelPageSize (kB) of the mapping that holds `addr`, from /proc/self/smaps:
-// shows whether a buffer really is on hugetlb pages (the process as a whole
-// has hugetlb memory anyway: UCX's shared-memory segments may use it).
-long page_kb_of(const void *addr) {
-  const auto a = reinterpret_cast<uintptr_t>(addr);
-  std::ifstream in("/proc/self/smaps");
-  std::string line;
-  bool inside = false;
-  while (std::getline(in, line)) {
-    unsigned long lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
-      inside = a >= lo && a < hi;
-      continue;
-    }
-    if (inside && line.rfind("KernelPageSize:", 0) == 0) return std::strtol(line.c_str() + 15, nullptr, 10);
-  }
-  return -1;
-}
-
 // ---------------------------------------------------------------- cases
 // One measured configuration, run by run_interleaved (mpi-common.hpp).
 class Case {
@@ -92,7 +73,7 @@ class PingPong : public Case {
       return;
     }
     std::memset(buf_.p, g_rank, size);
-    page_kb_ = page_kb_of(buf_.p);
+    page_kb_ = smaps_kb_of(buf_.p, "KernelPageSize");
     iters_ = std::max(4L, std::min(1000L, static_cast<long>(256 * kMB / size)));
   }
   ~PingPong() override { buf_free(buf_); }

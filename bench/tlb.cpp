@@ -2,8 +2,6 @@
 // TLB reach: a dependent pointer chase through a random cyclic permutation
 // of the cache lines of a buffer.  Every step is a cache miss; whether it is
 // also a TLB miss (and how deep the page walk goes) depends on the page size.
-#include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -42,27 +40,6 @@ double chase_ns(char *start, long steps) {
   return static_cast<double>(t1 - t0) / static_cast<double>(steps);
 }
 
-// The AnonHugePages of the mapping that holds p, in kB (-1: not found).
-long anon_huge_kb(const void *p) {
-  std::FILE *f = std::fopen("/proc/self/smaps", "r");
-  if (!f) return -1;
-  char line[512];
-  bool in = false;
-  long kb = -1;
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  while (std::fgets(line, sizeof line, f)) {
-    unsigned long lo = 0, hi = 0;
-    char dash = 0;
-    if (std::sscanf(line, "%lx%c%lx ", &lo, &dash, &hi) == 3 && dash == '-') {
-      in = lo <= at && at < hi;
-    } else if (in && std::sscanf(line, "AnonHugePages: %ld kB", &kb) == 1) {
-      break;
-    }
-  }
-  std::fclose(f);
-  return kb;
-}
-
 // One TLB entry per 2 MB page, or 512 (tools/tlb-probe.h): the same 512
 // cache lines chased over 8 and over 512 of the 4 KB parts of a 2 MB buffer
 // of each page type, judged against the 4 KB pages' slowdown.  In a virtual
@@ -82,7 +59,7 @@ void tlb_entries(const std::vector<Page> &pages) {
       continue;
     }
     std::memset(b.p, 0, TLB_PROBE_REGION);
-    if (kind == Page::thp && anon_huge_kb(b.p) < 2048) {  // THP is best effort: judge only a huge page
+    if (kind == Page::thp && smaps_kb_of(b.p, "AnonHugePages") < 2048) {  // THP is best effort: judge only a huge page
       buf_free(b);
       skip("tlb_entry", what, "the kernel gave no transparent huge page for the buffer");
       continue;

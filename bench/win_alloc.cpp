@@ -30,27 +30,6 @@ double slowest(double mine, MPI_Comm comm) {
   return all;
 }
 
-// The kernel's page size (kB) of the mapping that holds p, from
-// /proc/self/smaps; 0 if not found.
-long page_kb_of(const void *p) {
-  FILE *f = std::fopen("/proc/self/smaps", "re");
-  if (f == nullptr) return 0;
-  char line[512];
-  unsigned long lo = 0, hi = 0;
-  bool in = false;
-  long kb = 0;
-  const auto a = reinterpret_cast<unsigned long>(p);
-  while (std::fgets(line, sizeof line, f) != nullptr) {
-    if (std::sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
-      in = a >= lo && a < hi;
-    } else if (in && std::sscanf(line, "KernelPageSize: %ld kB", &kb) == 1) {
-      break;
-    }
-  }
-  std::fclose(f);
-  return in ? kb : 0;
-}
-
 void print_list(const char *name, const std::vector<double> &v) {
   std::printf(",\"%s\":[", name);
   for (size_t i = 0; i < v.size(); ++i) std::printf("%s%.3f", i ? "," : "", v[i]);
@@ -90,7 +69,7 @@ int main(int argc, char **argv) {
       MPI_Win win;
       MPI_Win_allocate_shared(static_cast<MPI_Aint>(part), 1, MPI_INFO_NULL, node, &base, &win);
       const double c = slowest(MPI_Wtime() - t0, MPI_COMM_WORLD);
-      if (r == 0) page_kb = page_kb_of(base);
+      if (r == 0) page_kb = std::max(0L, hb::smaps_kb_of(base, "KernelPageSize"));
       t0 = MPI_Wtime();
       std::memset(base, 'a' + lrank % 26, part);
       MPI_Win_fence(0, win);

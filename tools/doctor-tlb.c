@@ -134,7 +134,6 @@ static void measure(int vm) {
     return;
   }
   struct tlb_probe got[MAX_PAGES];
-  enum tlb_verdict v[MAX_PAGES];
   for (int i = 0; i < n; i++) tlb_probe_region(pages + (size_t)i * TLB_PROBE_REGION, &got[i]);
   struct tlb_probe ref2; /* the reference again: one number for both ends */
   if (tlb_probe_reference(&ref2) == 0) {
@@ -148,12 +147,12 @@ static void measure(int vm) {
   dr_kv_num("virtual_machine", vm);
   int split = 0, one = 0;
   for (int i = 0; i < n; i++) {
-    v[i] = tlb_probe_judge(&ref, &got[i]);
+    enum tlb_verdict v = tlb_probe_judge(&ref, &got[i]);
     char what[32];
     (void)snprintf(what, sizeof what, "2 MB hugetlb page %d", i + 1);
-    probe_row(what, i, &got[i], tlb_verdict_name(v[i]));
-    split += v[i] == TLB_4K_ENTRIES;
-    one += v[i] == TLB_ONE_ENTRY;
+    probe_row(what, i, &got[i], tlb_verdict_name(v));
+    split += v == TLB_4K_ENTRIES;
+    one += v == TLB_ONE_ENTRY;
   }
   if (split)
     dr_row("=> %d of %d pages translated with 4 KB TLB entries", split, n);

@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include "tlb-probe.h"
 
-#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -98,8 +97,6 @@ int tlb_probe_reference(struct tlb_probe *out) {
   (void)madvise(p, TLB_PROBE_REGION, MADV_NOHUGEPAGE);
   memset(p, 0, TLB_PROBE_REGION);
   tlb_probe_region(p, out);
-  int saved = errno;
-  munmap(p, TLB_PROBE_REGION);
-  errno = saved;
+  (void)munmap(p, TLB_PROBE_REGION);
   return 0;
 }
