@@ -202,7 +202,8 @@ static void reservable_rows(const int *nodes, size_t nnodes, unsigned long long 
    * MemFree only bounds them. */
   char buddy[16384];
   long blen = dr_read("/proc/buddyinfo", buddy, sizeof buddy);
-  unsigned long long now_total = 0, max_total = 0;
+  unsigned long long now_total = 0, max_total = 0, nodes_kb = 0;
+  int nodes_known = 1;
   dr_section("reservable", "pages that could still be added to the pools now (per NUMA node)");
   size_t rows = nnodes ? nnodes : 1;
   for (size_t j = 0; j < rows; j++) {
@@ -228,8 +229,29 @@ static void reservable_rows(const int *nodes, size_t nnodes, unsigned long long 
     dr_kv_num("pages_2m_max", (long long)max2);
     dr_kv_num("pages_1g_max", (long long)max1);
     dr_kv_num("memfree_kb", have_free ? (long long)memfree_kb : -1);
+    nodes_known = nodes_known && have_free;
+    nodes_kb += memfree_kb;
     now_total += have_buddy ? blocks : 0;
     max_total += max2;
+  }
+  /* Free memory that no node shows yet.  Some virtual machines' kernels
+   * boot with most of their memory outside the zones' free lists and add it
+   * as a zone runs short (seen: /proc/meminfo's MemFree 23 GiB, the one
+   * node's 4 GiB, and a pool of 8000 pages granted).  /proc/meminfo counts
+   * it; a node's meminfo and buddyinfo do not.  The sums agree to a few
+   * pages elsewhere (read a moment apart), hence the margin. */
+  unsigned long long all_kb = 0;
+  if (nnodes && nodes_known && dr_read("/proc/meminfo", meminfo, sizeof meminfo) > 0 &&
+      meminfo_kb(meminfo, "MemFree:", &all_kb) == 0 && all_kb > nodes_kb &&
+      all_kb - nodes_kb >= (256ULL << 10) && all_kb - nodes_kb >= all_kb / 32) {
+    unsigned long long extra_kb = all_kb - nodes_kb, extra2 = extra_kb / 2048;
+    dr_row("not yet in any node: %llu MiB that /proc/meminfo counts free and no node's meminfo shows (the kernel adds "
+           "it to a node as it runs short): up to %llu more 2 MB pages",
+           extra_kb >> 10, extra2);
+    dr_kv_str("node", "none");
+    dr_kv_num("pages_2m_max", (long long)extra2);
+    dr_kv_num("memfree_kb", (long long)extra_kb);
+    max_total += extra2;
   }
   *now_total_out = now_total;
   *max_total_out = max_total;
