@@ -15,6 +15,7 @@ installed beside it, which must not fail the verdict)."""
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -599,6 +600,34 @@ def tlb_check():
     check(kernel_usable() == free, f"real node: the measured pages are back in the pool ({kernel_usable()} of {free})")
 
 
+def memfree_kb(path, key):
+    for line in open(path):
+        if key in line:
+            return int(line.split(key)[1].split()[0])
+    return None
+
+
+def unplaced_check(rep):
+    """The row for free memory in no node, against the kernel's files read
+    around the doctor's run: there exactly when /proc/meminfo's MemFree
+    exceeds the nodes' sum by the margin (256 MiB and 1/32), and of that
+    size (memory moves between the reads: within 64 MiB or 2%)."""
+    nodes = sorted(d for d in os.listdir("/sys/devices/system/node") if re.fullmatch(r"node\d+", d))
+    def gap():
+        total = memfree_kb("/proc/meminfo", "MemFree:")
+        return total, total - sum(memfree_kb(f"/sys/devices/system/node/{n}/meminfo", "MemFree:") for n in nodes)
+    total, extra = gap()
+    rows = [r for r in rep["reservable"] if r.get("node") == "none"]
+    tol = max(64 << 10, total // 50)
+    if extra >= (256 << 10) + tol and extra >= total / 32 + tol:
+        check(len(rows) == 1 and abs(rows[0]["memfree_kb"] - extra) <= tol,
+              f"real node: {extra >> 10} MiB free in no node, the doctor's row says so ({rows})")
+    elif extra < (256 << 10) - tol or extra < total / 32 - tol:
+        check(rows == [], f"real node: {extra >> 10} MiB free in no node (under the margin), no row ({rows})")
+    else:
+        print(f"note: real node: {extra >> 10} MiB free in no node, at the margin: the row is not checked")
+
+
 def real_node():
     hp = "/proc/sys/vm/nr_hugepages"
     with pool_lock():
@@ -629,6 +658,7 @@ def real_node():
             now = buddy_2m(open("/proc/buddyinfo").read(), 0)
             check(abs(node0["pages_2m_now"] - now) <= max(64, now // 10),
                   f"real node: reservable 2 MB pages {node0['pages_2m_now']} match buddyinfo ({now})")
+            unplaced_check(rep)
             tlb_check()
             # Map 2 of the 4 pages: they are no longer free for the job.
             holder = hold_pages(2)
