@@ -53,24 +53,28 @@ static char **link_lines(char *base, unsigned parts) {
   return (char **)(void *)line_at(base, parts, order[0]);
 }
 
-static double chase(char *base, unsigned parts) {
+/* One timed run over the layout: linked afresh (the two layouts share some
+ * lines), warmed, then LAPS passes; ns per step. */
+static double chase_once(char *base, unsigned parts) {
   char **p = link_lines(base, parts);
   for (unsigned i = 0; i < LINES * 4; i++) p = (char **)(void *)*p; /* warm-up */
-  double best = 0;
-  for (int r = 0; r < RUNS; r++) {
-    double t0 = now_ns();
-    for (unsigned i = 0; i < LINES * LAPS; i++) p = (char **)(void *)*p;
-    double t = (now_ns() - t0) / (LINES * LAPS);
-    if (r == 0 || t < best) best = t;
-  }
+  double t0 = now_ns();
+  for (unsigned i = 0; i < LINES * LAPS; i++) p = (char **)(void *)*p;
+  double t = (now_ns() - t0) / (LINES * LAPS);
   __asm__ volatile("" : : "r"(p) : "memory"); /* keep the chase */
-  return best;
+  return t;
 }
 
+/* The two layouts' runs alternate, so that a slow spell of a shared
+ * machine (a busy sibling, a lower clock) reaches both alike; the fastest
+ * run of each counts. */
 void tlb_probe_region(void *p, struct tlb_probe *out) {
-  chase(p, 8); /* the CPU's clock up to speed */
-  out->ns_few = chase(p, 8);
-  out->ns_many = chase(p, PARTS);
+  (void)chase_once(p, 8); /* the CPU's clock up to speed */
+  for (int r = 0; r < RUNS; r++) {
+    double few = chase_once(p, 8), many = chase_once(p, PARTS);
+    if (r == 0 || few < out->ns_few) out->ns_few = few;
+    if (r == 0 || many < out->ns_many) out->ns_many = many;
+  }
 }
 
 enum tlb_verdict tlb_probe_judge(const struct tlb_probe *ref, const struct tlb_probe *page) {

@@ -35,7 +35,8 @@ struct tlb_probe {
 };
 
 /* Measures the 2 MB at p (writable; its contents are overwritten): the
- * fastest of several runs of each layout, after a warm-up. */
+ * fastest of several runs of each layout, the two layouts' runs alternating
+ * (a slow spell of a shared machine reaches both), after a warm-up. */
 void tlb_probe_region(void *p, struct tlb_probe *out);
 
 enum tlb_verdict {
