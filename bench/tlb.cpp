@@ -40,10 +40,11 @@ double chase_ns(char *start, long steps) {
   return static_cast<double>(t1 - t0) / static_cast<double>(steps);
 }
 
-// One TLB entry per 2 MB page, or 512 (tools/tlb-probe.h): the same 512
-// cache lines chased over 8 and over 512 of the 4 KB parts of a 2 MB buffer
-// of each page type, judged against the 4 KB pages' slowdown.  In a virtual
-// machine whose host maps its memory with 4 KB pages, every type is 512.
+// One TLB entry per 2 MB page, or 512 (tools/tlb-probe.h): the same
+// cache lines chased over TLB_PROBE_FEW and over TLB_PROBE_MANY of the 4 KB
+// parts of a 2 MB buffer of each page type, judged against the 4 KB pages'
+// slowdown.  In a virtual machine whose host maps its memory with 4 KB
+// pages, every type is 512.
 void tlb_entries(const std::vector<Page> &pages) {
   tlb_probe ref{};
   bool have_ref = false;
@@ -70,6 +71,8 @@ void tlb_entries(const std::vector<Page> &pages) {
     page_type_trim(kind);
     Json j;
     j.str("bench", "tlb_entry").str("page", page_name(kind)).str("metric", "ns_per_step").str("unit", "ns")
+        .num("few_parts", TLB_PROBE_FEW)
+        .num("many_parts", TLB_PROBE_MANY)
         .num("few_parts_ns", got.ns_few)
         .num("many_parts_ns", got.ns_many);
     if (kind == Page::small) {

@@ -85,8 +85,8 @@ static int in_virtual_machine(char *why, size_t len) {
 static long long ps(double ns) { return (long long)(ns * 1000.0 + 0.5); }
 
 static void probe_row(const char *what, int page, const struct tlb_probe *p, const char *verdict) {
-  dr_row("%-22s %5.2f ns a step spread over 8 x 4 KB, %5.2f over 512 x 4 KB (%.2fx)%s%s", what, p->ns_few, p->ns_many,
-         p->ns_many / p->ns_few, verdict ? ": " : "", verdict ? verdict : "");
+  dr_row("%-22s %5.2f ns a step spread over %d x 4 KB, %5.2f over %d x 4 KB (%.2fx)%s%s", what, p->ns_few, TLB_PROBE_FEW,
+         p->ns_many, TLB_PROBE_MANY, p->ns_many / p->ns_few, verdict ? ": " : "", verdict ? verdict : "");
   dr_kv_str("region", page < 0 ? "4k-reference" : "hugetlb-2m");
   if (page >= 0) dr_kv_num("page", page + 1);
   dr_kv_num("few_parts_ps", ps(p->ns_few));

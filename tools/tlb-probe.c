@@ -11,11 +11,14 @@
 enum {
   LINE = 64,
   PART = 4096,
-  LINES = 512, /* 32 KiB: in any first-level data cache */
-  PARTS = TLB_PROBE_REGION / PART,
+  LINES = TLB_PROBE_MANY, /* 16 KiB: half of any first-level data cache */
+  PER_PART = PART / LINE,
   LAPS = 200, /* passes over the lines per timed run */
   RUNS = 15,  /* timed runs; the fastest counts */
 };
+
+_Static_assert(TLB_PROBE_FEW * (PART / LINE) == LINES, "the compact layout fills its parts");
+_Static_assert((unsigned long)TLB_PROBE_MANY * PART <= TLB_PROBE_REGION, "the spread layout fits the region");
 
 static double now_ns(void) {
   struct timespec t;
@@ -23,13 +26,14 @@ static double now_ns(void) {
   return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
-/* Line i of the chase.  Over 8 parts it sits at byte i * 64: part i / 64,
- * line i % 64.  Over all 512 it sits in part (i % 64) * 8 + i / 64, at the
- * same line i % 64: address bits 0-14 are those of the 8-part layout, so
- * any cache of up to 32 KiB a way (x86's 64 sets, arm64's 256) indexes the
- * two layouts' lines into the same sets; only the pages differ. */
+/* Line i of the chase.  Over TLB_PROBE_FEW parts it sits at byte i * 64:
+ * part i / 64, line i % 64.  Over TLB_PROBE_MANY it sits in part
+ * (i % 64) * TLB_PROBE_FEW + i / 64, at the same line i % 64: address bits
+ * 0-13 are those of the compact layout, so any cache of up to 16 KiB a way
+ * (x86's 64 sets, arm64's 256) indexes the two layouts' lines into the same
+ * sets; only the pages differ. */
 static char *line_at(char *base, unsigned parts, unsigned i) {
-  unsigned line = i % (PART / LINE), part = parts == 8 ? i / (PART / LINE) : line * 8 + i / (PART / LINE);
+  unsigned line = i % PER_PART, part = parts == TLB_PROBE_FEW ? i / PER_PART : line * TLB_PROBE_FEW + i / PER_PART;
   return base + (size_t)part * PART + (size_t)line * LINE;
 }
 
@@ -69,9 +73,9 @@ static double chase_once(char *base, unsigned parts) {
  * machine (a busy sibling, a lower clock) reaches both alike; the fastest
  * run of each counts. */
 void tlb_probe_region(void *p, struct tlb_probe *out) {
-  (void)chase_once(p, 8); /* the CPU's clock up to speed */
+  (void)chase_once(p, TLB_PROBE_FEW); /* the CPU's clock up to speed */
   for (int r = 0; r < RUNS; r++) {
-    double few = chase_once(p, 8), many = chase_once(p, PARTS);
+    double few = chase_once(p, TLB_PROBE_FEW), many = chase_once(p, TLB_PROBE_MANY);
     if (r == 0 || few < out->ns_few) out->ns_few = few;
     if (r == 0 || many < out->ns_many) out->ns_many = many;
   }

@@ -9,14 +9,16 @@
  * still save page faults, pinning, translation entries and a level of
  * page walk, but not TLB reach (bench/RESULTS.md section 31).
  *
- * The test: a dependent pointer chase through 512 cache lines (32 KiB, in
- * the first-level data cache of current x86 and arm64 server cores), laid
- * over 8 of the region's 4 KB parts and then over all 512, with the same
- * cache sets used in both.  Over 512 parts each step needs a different 4 KB
+ * The test: a dependent pointer chase through 256 cache lines (16 KiB,
+ * half the first-level data cache of current x86 and arm64 server cores),
+ * laid over 4 of the region's 4 KB parts and then over 256, with the same
+ * cache sets used in both.  Over 256 parts each step needs a different 4 KB
  * translation: where those are separate TLB entries, more than a
- * first-level data TLB holds (64-96 on current CPUs), every step misses it;
- * where one 2 MB entry covers them, nothing changes.  A 4 KB-page region
- * measured the same way gives what a miss costs on this CPU.
+ * first-level data TLB holds (64-96 on current CPUs), nearly every step
+ * misses it; where one 2 MB entry covers them, nothing changes.  A 4 KB-page
+ * region measured the same way gives what a miss costs on this CPU.  (512
+ * lines, a full 32 KiB cache, left some buffers of an AMD EPYC guest, by
+ * their address, at 3-3.5 ns a step where others took 1.25: RESULTS 32.)
  */
 #ifndef HUGEPOOL_TLB_PROBE_H
 #define HUGEPOOL_TLB_PROBE_H
@@ -28,10 +30,12 @@ extern "C" {
 #endif
 
 #define TLB_PROBE_REGION (2u << 20) /* bytes a probe chases over */
+#define TLB_PROBE_FEW 4               /* 4 KB parts of the compact layout */
+#define TLB_PROBE_MANY 256            /* 4 KB parts of the spread layout */
 
 struct tlb_probe {
-  double ns_few;  /* ns per step, the lines over 8 of the 4 KB parts */
-  double ns_many; /* ns per step, one line in each of the 512 parts */
+  double ns_few;  /* ns per step, the lines over TLB_PROBE_FEW 4 KB parts */
+  double ns_many; /* ns per step, one line in each of TLB_PROBE_MANY parts */
 };
 
 /* Measures the 2 MB at p (writable; its contents are overwritten): the

@@ -271,11 +271,14 @@ def tlb_entries(R, md):
     out = [[PAGE_LABEL.get(p, p), fmt(rows[p]["few_parts_ns"]), fmt(rows[p]["many_parts_ns"]),
             fmt(rows[p]["many_parts_ns"] / rows[p]["few_parts_ns"], 2) + "×", rows[p].get("verdict", "(reference)")]
            for p in ordered(list(rows), PAGE_ORDER)]
-    md.append("512 cache lines (32 KiB, in the first-level cache) chased over 8 and over all 512 of the 4 KB parts "
-              "of a 2 MB buffer: where the buffer's 4 KB parts are separate TLB entries the spread chase misses the "
-              "first-level TLB at every step, where one 2 MB entry covers them it does not (tools/tlb-probe.h).")
+    # Runs before the probe's layout was named in its rows: 512 lines over 8 and 512 parts.
+    few, many = (int(next(iter(rows.values())).get(k, d)) for k, d in (("few_parts", 8), ("many_parts", 512)))
+    md.append(f"{many} cache lines ({many * 64 // 1024} KiB, in the first-level cache) chased over {few} and over "
+              f"{many} of the 4 KB parts of a 2 MB buffer: where the buffer's 4 KB parts are separate TLB entries the "
+              "spread chase misses the first-level TLB at nearly every step, where one 2 MB entry covers them it does "
+              "not (tools/tlb-probe.h).")
     md.append("")
-    md += table(["buffer", "ns/step over 8 parts", "over 512 parts", "slowdown", "TLB entries"], out)
+    md += table(["buffer", f"ns/step over {few} parts", f"over {many} parts", "slowdown", "TLB entries"], out)
     md.append("")
     hugetlb = [p for p in ("hugetlb", "hugepool") if p in rows]
     split = [PAGE_LABEL.get(p, p) for p in hugetlb if rows[p].get("verdict") == "4 KB entries"]

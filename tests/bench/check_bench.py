@@ -175,16 +175,18 @@ def t_tlb(lines):
         for r in mine:
             check(0.3 < r["median"] < 10000, f"tlb {p}: {r['median']} ns per access implausible")
     # One TLB entry per 2 MB page or 512 (tools/tlb-probe.h): the 4 KB
-    # reference must slow down when its lines are spread over 512 pages (the
-    # probe's premise: no first-level data TLB holds 512 entries), and every
+    # reference must slow down when its lines are spread over 256 pages (the
+    # probe's premise: no first-level data TLB holds 256 entries), and every
     # other page type gets a verdict.
     entries = {x["page"]: x for x in rows_of(lines, "tlb_entry")}
     check("4k" in entries, f"tlb: no tlb_entry line for 4 KB pages ({sorted(entries)})")
     for p, r in entries.items():
         few, many = r.get("few_parts_ns", 0), r.get("many_parts_ns", 0)
         check(0.1 < few < 100 and 0.1 < many < 100, f"tlb_entry {p}: {few} / {many} ns per step implausible")
+        check((r.get("few_parts"), r.get("many_parts")) == (4, 256),
+              f"tlb_entry {p}: the probe's layout named, 4 and 256 parts ({r.get('few_parts')}, {r.get('many_parts')})")
         if p == "4k":
-            check(many > 1.2 * few, f"tlb_entry 4k: spreading over 512 pages cost nothing ({few} / {many} ns)")
+            check(many > 1.2 * few, f"tlb_entry 4k: spreading over 256 pages cost nothing ({few} / {many} ns)")
         else:
             check(r.get("verdict") in ("one entry per 2 MB page", "4 KB entries", "unclear"),
                   f"tlb_entry {p}: verdict {r.get('verdict')}")
