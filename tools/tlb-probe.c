@@ -17,7 +17,7 @@ enum {
   RUNS = 15,  /* timed runs; the fastest counts */
 };
 
-_Static_assert(TLB_PROBE_FEW * (PART / LINE) == LINES, "the compact layout fills its parts");
+_Static_assert(TLB_PROBE_FEW * PER_PART == LINES, "the compact layout fills its parts");
 _Static_assert((unsigned long)TLB_PROBE_MANY * PART <= TLB_PROBE_REGION, "the spread layout fits the region");
 
 static double now_ns(void) {

@@ -600,23 +600,21 @@ def tlb_check():
     check(kernel_usable() == free, f"real node: the measured pages are back in the pool ({kernel_usable()} of {free})")
 
 
-def memfree_kb(path, key):
+def memfree_kb(path):
     for line in open(path):
-        if key in line:
-            return int(line.split(key)[1].split()[0])
+        if "MemFree:" in line:
+            return int(line.split("MemFree:")[1].split()[0])
     return None
 
 
 def unplaced_check(rep):
     """The row for free memory in no node, against the kernel's files read
-    around the doctor's run: there exactly when /proc/meminfo's MemFree
+    right after the doctor's run: there exactly when /proc/meminfo's MemFree
     exceeds the nodes' sum by the margin (256 MiB and 1/32), and of that
     size (memory moves between the reads: within 64 MiB or 2%)."""
-    nodes = sorted(d for d in os.listdir("/sys/devices/system/node") if re.fullmatch(r"node\d+", d))
-    def gap():
-        total = memfree_kb("/proc/meminfo", "MemFree:")
-        return total, total - sum(memfree_kb(f"/sys/devices/system/node/{n}/meminfo", "MemFree:") for n in nodes)
-    total, extra = gap()
+    nodes = [d for d in os.listdir("/sys/devices/system/node") if re.fullmatch(r"node\d+", d)]
+    total = memfree_kb("/proc/meminfo")
+    extra = total - sum(memfree_kb(f"/sys/devices/system/node/{n}/meminfo") for n in nodes)
     rows = [r for r in rep["reservable"] if r.get("node") == "none"]
     tol = max(64 << 10, total // 50)
     if extra >= (256 << 10) + tol and extra >= total / 32 + tol:
