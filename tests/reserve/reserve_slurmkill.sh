@@ -112,6 +112,17 @@ after_kill() { # where
   check "$1: the user's release brings the pool back to its base ($ERR)" "$(real_nr)/$(real_charged)" "$base/0"
 }
 
+# slurmd may go on retrying a killed prolog's "prolog complete" message
+# (every 15 s, for minutes: in one CI run, for a job killed several kills
+# earlier), and each answer drains the node again, in the middle of a later
+# kill's checks.  A new slurmd has no such retry: one after each prolog kill,
+# once every page of the killed job is settled.
+slurmd_renew() {
+  slurmd_stop
+  scontrol update nodename="$host" state=resume 2>/dev/null || true
+  slurmd_start
+}
+
 # --- the reference: one job, its prolog's and its epilog's calls ---
 trace_on "$(next_job)" -o "$T/ref"
 job_bg 2
@@ -136,16 +147,10 @@ for pt in "${prolog_points[@]}"; do
   if killed_within "$T/inj" 30; then kills=$((kills + 1)); fi
   trace_off # before the epilog, which would count its own calls
   after_kill "prolog killed at $name #$ord"
+  slurmd_renew
 done
 prolog_kills=$kills
 pass "the prolog killed at each of its ${#prolog_points[@]} calls ($prolog_kills kills): every page settled"
-
-# slurmd may still be retrying a killed prolog's "prolog complete" message
-# (every 15 s, seen minutes later), and each answer drains the node again,
-# in the middle of the next loop.  A new slurmd has no such retry.
-slurmd_stop
-scontrol update nodename="$host" state=resume 2>/dev/null || true
-slurmd_start
 
 # --- the epilog killed at each of them ---
 for pt in "${epilog_points[@]}"; do

@@ -77,9 +77,12 @@ slurmd_start() { # [wrapper...]: slurmd (and the jobs' steps) run under the wrap
   sd=$!
   wait_idle
 }
-slurmd_stop() {
+slurmd_stop() { # SIGTERM; SIGKILL after 5 s (slurmd waits up to 2 minutes
+  # for its threads, one of which may be sleeping between RPC retries)
   [[ -n $sd ]] || return 0
   kill "$sd" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$sd" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$sd" 2>/dev/null || true
   wait "$sd" 2>/dev/null || true
   sd=
 }
