@@ -7,12 +7,13 @@
 # 2. every symbol they define is renamed hpje_<name> (from nm --defined-only,
 #    so undefined references to libc stay as they are): jemalloc's malloc,
 #    free, mallocx ... cannot meet the program's or the preload's own;
-# 3. six libc references are sent to the preload's glue (preload/small-heap.c):
+# 3. nine libc and libm references are sent to the preload's glue (preload/small-heap.c):
 #    secure_getenv and readlink (so MALLOC_CONF and /etc/malloc.conf, meant
 #    for the program's allocator, never configure this one), dlsym (jemalloc
 #    looks up pthread_create with it at start-up; dlsym may call calloc, which
-#    is the preload's), and the unwinder (heap profiling only: never enabled,
-#    and no libgcc_s dependency); and madvise and mprotect, which would
+#    is the preload's), and the unwinder and libm's log, exp and round (heap
+#    profiling only: never enabled; and no libgcc_s or libm dependency: libm
+#    alone cost every exec 0.13 ms); and madvise and mprotect, which would
 #    bind to the preload's own exports (preload/protect.c: a registry
 #    lookup in the core, from inside jemalloc under its locks), go straight
 #    to the kernel: jemalloc calls them on its own metadata mappings alone
@@ -70,6 +71,7 @@ foreach(_name malloc free mallocx dallocx mallctl)
 endforeach()
 string(APPEND _map "secure_getenv hpl_je_secure_getenv\nreadlink hpl_je_readlink\ndlsym hpl_je_dlsym\n")
 string(APPEND _map "_Unwind_Backtrace hpl_je_unwind_backtrace\n_Unwind_GetIP hpl_je_unwind_get_ip\n")
+string(APPEND _map "log hpl_je_log\nexp hpl_je_exp\nround hpl_je_round\n")
 string(APPEND _map "madvise hpl_je_madvise\nmprotect hpl_je_mprotect\n")
 file(WRITE "${_dir}/redefine.syms" "${_map}")
 
@@ -84,7 +86,7 @@ if(run_out MATCHES "(^|\n)(malloc|free|calloc|realloc|mallocx|mallctl|je_[a-z_0-
   message(FATAL_ERROR "jemalloc-private: '${CMAKE_MATCH_2}' still defined after renaming")
 endif()
 run("${NM}" --undefined-only -P ${_objs})
-if(run_out MATCHES "(^|\n)(secure_getenv|readlink|dlsym|_Unwind_Backtrace|_Unwind_GetIP|madvise|mprotect|malloc|free) ")
+if(run_out MATCHES "(^|\n)(secure_getenv|readlink|dlsym|_Unwind_Backtrace|_Unwind_GetIP|log|exp|round|madvise|mprotect|malloc|free) ")
   message(FATAL_ERROR "jemalloc-private: undefined '${CMAKE_MATCH_2}' left")
 endif()
 foreach(_obj IN LISTS _objs)

@@ -13,7 +13,7 @@
 #include "os.h"
 
 #include <errno.h>
-#include <numaif.h>
+#include <linux/mempolicy.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -96,7 +96,12 @@ int os_bind_node(void *addr, size_t size, int node) {
   }
   memset(mask, 0, sizeof(mask));
   mask[(unsigned)node / (8 * sizeof(unsigned long))] |= 1UL << ((unsigned)node % (8 * sizeof(unsigned long)));
-  return (int)mbind(addr, size, MPOL_BIND, mask, bits + 1, MPOL_MF_STRICT);
+  /* The system call itself, not libnuma's wrapper of it: libnuma's
+   * constructor reads /proc and /sys in every process that loads it, which
+   * cost each preloaded exec a third of a millisecond (bench/RESULTS.md
+   * section 33).  maxnode counts one past the last bit, as mbind(2) reads it. */
+  return (int)syscall(SYS_mbind, (long)addr, (long)size, (long)MPOL_BIND, (long)mask, (long)(bits + 1),
+                      (long)MPOL_MF_STRICT);
 }
 
 int os_madvise(void *addr, size_t len, int advice) { return sys_madvise(addr, len, advice); }

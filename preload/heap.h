@@ -41,6 +41,9 @@ HPL_HIDDEN ssize_t hpl_je_readlink(const char *restrict path, char *restrict buf
 HPL_HIDDEN void *hpl_je_dlsym(void *restrict handle, const char *restrict name);
 HPL_HIDDEN int hpl_je_unwind_backtrace(void *trace, void *arg);
 HPL_HIDDEN uintptr_t hpl_je_unwind_get_ip(void *context);
+HPL_HIDDEN double hpl_je_log(double x);
+HPL_HIDDEN double hpl_je_exp(double x);
+HPL_HIDDEN double hpl_je_round(double x);
 HPL_HIDDEN int hpl_je_madvise(void *addr, size_t len, int advice);
 HPL_HIDDEN int hpl_je_mprotect(void *addr, size_t len, int prot);
 

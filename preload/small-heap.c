@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -69,11 +70,53 @@ static void start_background_if_grown(void) {
   (void)hpje_mallctl("background_thread", NULL, NULL, &on, sizeof(on));
 }
 
+/* One arena per CPU, at most HEAP_ARENAS, each made when the first thread
+ * bound to its slot makes its first request: making one touches about 70
+ * pages of jemalloc's metadata, so a process that stays single-threaded
+ * (every short process of a job script) makes one, not one per CPU: on this
+ * project's 2-CPU machine that took 0.13 ms off each exec of /bin/true, and
+ * a 128-CPU node's 16 would have cost each about 1.5 ms (bench/RESULTS.md
+ * section 33).  A slot holds the arena's index, 0 until it is made (index 0
+ * is jemalloc's automatic arena, never one of these). */
 #define HEAP_ARENAS 16
-static unsigned arenas[HEAP_ARENAS];
-static unsigned n_arenas;
+static _Atomic unsigned arenas[HEAP_ARENAS];
+static unsigned n_arenas; /* slots in use: set once by sh_init */
+static extent_hooks_t *arena_hooks;
 static atomic_uint next_arena;
 static __thread int arena_flags __attribute__((tls_model("initial-exec"))); /* 0: not bound yet */
+
+/* A new arena whose extents come from the chunks' hooks: its index, or 0
+ * with err set. */
+static unsigned arena_make(int *err) {
+  /* jemalloc 5.3's arena_config_t: the arenas' metadata stays on jemalloc's
+   * own mappings (4 KB pages), only their extents come from the hooks. */
+  struct {
+    extent_hooks_t *extent_hooks;
+    bool metadata_use_hooks;
+  } config = {arena_hooks, false};
+  unsigned ind = 0;
+  size_t len = sizeof(ind);
+  *err = hpje_mallctl("experimental.arenas_create_ext", &ind, &len, &config, sizeof(config));
+  return *err ? 0 : ind;
+}
+
+/* The arena of slot i, made now if no thread has made it yet.  Two threads
+ * may make one for the same slot at once: the first to store it wins, and
+ * the other thread keeps the arena it made for itself (jemalloc serialises
+ * the making, and an arena whose only thread exits is left to its decay).
+ * No lock of ours, so nothing to hold across fork(): jemalloc's own
+ * handlers cover a making in progress. */
+static unsigned arena_of_slot(unsigned i) {
+  unsigned ind = atomic_load_explicit(&arenas[i], memory_order_acquire);
+  if (HPL_LIKELY(ind != 0)) return ind;
+  int err;
+  unsigned made = arena_make(&err);
+  if (made == 0) return atomic_load_explicit(&arenas[0], memory_order_acquire); /* slot 0 is made by sh_init */
+  unsigned expected = 0;
+  if (atomic_compare_exchange_strong_explicit(&arenas[i], &expected, made, memory_order_acq_rel, memory_order_acquire))
+    return made;
+  return made; /* another thread stored its arena first: this thread keeps the one it made */
+}
 
 /* A thread is bound to one of the heap's arenas before its first request:
  * jemalloc's own association (thread.arena) lets plain malloc, calloc and
@@ -86,7 +129,7 @@ static int flags_of_thread(void) {
   int f = arena_flags;
   if (HPL_LIKELY(f != 0)) return f;
   unsigned i = atomic_fetch_add_explicit(&next_arena, 1, memory_order_relaxed) % n_arenas;
-  unsigned ind = arenas[i];
+  unsigned ind = arena_of_slot(i);
   if (hpje_mallctl("thread.arena", NULL, NULL, &ind, sizeof(ind)) != 0) return 0;
   f = MALLOCX_ARENA(ind);
   arena_flags = f;
@@ -94,28 +137,17 @@ static int flags_of_thread(void) {
 }
 
 int sh_init(void) {
-  extent_hooks_t *hooks = hc_init();
-  if (!hooks) return -1;
+  arena_hooks = hc_init();
+  if (!arena_hooks) return -1;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  unsigned want = cpus < 1 ? 1 : cpus > HEAP_ARENAS ? HEAP_ARENAS : (unsigned)cpus;
-  /* jemalloc 5.3's arena_config_t: the arenas' metadata stays on jemalloc's
-   * own mappings (4 KB pages), only their extents come from the hooks. */
-  struct {
-    extent_hooks_t *extent_hooks;
-    bool metadata_use_hooks;
-  } config = {hooks, false};
-  int err = 0;
-  while (n_arenas < want) {
-    unsigned ind;
-    size_t len = sizeof(ind);
-    err = hpje_mallctl("experimental.arenas_create_ext", &ind, &len, &config, sizeof(config));
-    if (err) break;
-    arenas[n_arenas++] = ind;
-  }
-  if (n_arenas == 0) {
+  n_arenas = cpus < 1 ? 1 : cpus > HEAP_ARENAS ? HEAP_ARENAS : (unsigned)cpus;
+  int err;
+  unsigned first = arena_make(&err); /* the first now: a refusal is said at start, once */
+  if (first == 0) {
     hp_warn("small heap: jemalloc refused to create an arena (%s); small requests stay with glibc", strerror(err));
     return -1;
   }
+  atomic_store_explicit(&arenas[0], first, memory_order_release);
   return 0;
 }
 
@@ -219,6 +251,37 @@ int hpl_je_unwind_backtrace(void *trace, void *arg) {
 uintptr_t hpl_je_unwind_get_ip(void *context) {
   (void)context;
   return 0;
+}
+
+/* Heap profiling's arithmetic: jemalloc's sampling interval (log) and its
+ * table of unbiased sizes (exp, round), libm's functions.  Debian builds
+ * jemalloc with profiling, but it is never enabled here: hpje_malloc_conf
+ * sets no prof option and no other source of settings reaches this jemalloc
+ * (hpl_je_secure_getenv, hpl_je_readlink), so nothing calls these.  They
+ * keep libm out of every preloaded process (loading it cost each exec
+ * 0.13 ms: bench/RESULTS.md section 33).  Were one called after all, it says
+ * so and aborts rather than return a wrong number. */
+static _Noreturn void no_profiling(void) {
+  static const char msg[] = "hugepool: the small heap's jemalloc started heap profiling, which the preload "
+                            "never enables; aborting\n";
+  ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+  (void)w;
+  abort();
+}
+
+double hpl_je_log(double x) {
+  (void)x;
+  no_profiling();
+}
+
+double hpl_je_exp(double x) {
+  (void)x;
+  no_profiling();
+}
+
+double hpl_je_round(double x) {
+  (void)x;
+  no_profiling();
 }
 
 /* jemalloc's madvise and mprotect, on its own metadata mappings only (the

@@ -16,7 +16,7 @@ libdir=$(find "$tmp/prefix" -name hugepool.pc -printf '%h\n' | head -n 1)
 flags=$(PKG_CONFIG_PATH=$libdir pkg-config --cflags --libs hugepool)
 g++ -std=c++17 "$src/consumer/consumer.cpp" $flags -o "$tmp/pc-consumer"
 LD_LIBRARY_PATH=$tmp/prefix/lib "$tmp/pc-consumer"
-# Static linking: --static adds the private dependencies (libnuma, pthreads).
+# Static linking: --static adds the private dependencies (pthreads).
 static_libs=$(PKG_CONFIG_PATH=$libdir pkg-config --static --libs-only-other --libs-only-l hugepool)
 static_libs=${static_libs/-lhugepool/-l:libhugepool.a}
 g++ -std=c++17 "$src/consumer/consumer.cpp" $(PKG_CONFIG_PATH=$libdir pkg-config --cflags --libs-only-L hugepool) \

@@ -12,6 +12,6 @@ trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --component dev --prefix "$tmp/prefix" >/dev/null
 archive=$(find "$tmp/prefix" -name libhugepool.a | head -n 1)
 [[ -n $archive ]] || { echo "FAIL: no libhugepool.a installed"; exit 1; }
-"$cc" -std=c11 -Wall -Werror -I"$tmp/prefix/include" "$src/static_names.c" "$archive" -lnuma -pthread \
+"$cc" -std=c11 -Wall -Werror -I"$tmp/prefix/include" "$src/static_names.c" "$archive" -pthread \
   -o "$tmp/static-names"
 HUGEPOOL_POLICY=strict "$tmp/static-names"

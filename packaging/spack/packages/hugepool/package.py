@@ -63,7 +63,6 @@ class Hugepool(CMakePackage):
     depends_on("fortran", type="build", when="+fortran")
     depends_on("cmake@3.25:", type="build")
     depends_on("pkgconfig", type="build")
-    depends_on("numactl")
     depends_on("mpi", when="+mpi")
     # The small heap is a private copy of jemalloc 5.3's libjemalloc_pic.a.
     depends_on("jemalloc@5.3", when="+preload")
