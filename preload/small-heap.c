@@ -112,10 +112,10 @@ static unsigned arena_of_slot(unsigned i) {
   int err;
   unsigned made = arena_make(&err);
   if (made == 0) return atomic_load_explicit(&arenas[0], memory_order_acquire); /* slot 0 is made by sh_init */
-  unsigned expected = 0;
-  if (atomic_compare_exchange_strong_explicit(&arenas[i], &expected, made, memory_order_acq_rel, memory_order_acquire))
-    return made;
-  return made; /* another thread stored its arena first: this thread keeps the one it made */
+  unsigned expected = 0; /* a thread that loses the store keeps the arena it made */
+  (void)atomic_compare_exchange_strong_explicit(&arenas[i], &expected, made, memory_order_acq_rel,
+                                                memory_order_acquire);
+  return made;
 }
 
 /* A thread is bound to one of the heap's arenas before its first request:
