@@ -71,11 +71,10 @@ static void start_background_if_grown(void) {
 }
 
 /* One arena per CPU, at most HEAP_ARENAS, each made when the first thread
- * bound to its slot makes its first request: making one touches about 70
- * pages of jemalloc's metadata, so a process that stays single-threaded
- * (every short process of a job script) makes one, not one per CPU: on this
- * project's 2-CPU machine that took 0.13 ms off each exec of /bin/true, and
- * a 128-CPU node's 16 would have cost each about 1.5 ms (bench/RESULTS.md
+ * bound to its slot makes its first request: making one costs about 22 page
+ * faults of jemalloc's metadata, so a process that stays single-threaded
+ * (every short process of a job script) makes one, not one per CPU (on a
+ * node of 16 CPUs or more, 330 faults fewer per exec: bench/RESULTS.md
  * section 33).  A slot holds the arena's index, 0 until it is made (index 0
  * is jemalloc's automatic arena, never one of these). */
 #define HEAP_ARENAS 16
