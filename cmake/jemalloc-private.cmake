@@ -19,10 +19,14 @@
 #    to the kernel: jemalloc calls them on its own metadata mappings alone
 #    (the heap's extents come from hooks with no purge: heap-chunks.c);
 # 4. jemalloc's constructor is dropped (.init_array): it would start jemalloc
-#    in every process; the preload starts it only in small-heap mode.
+#    in every process; the preload starts it only in small-heap mode;
+# 5. the glibc names newer than 2.17 that it calls (pthread_create ...) are
+#    named at their oldest version, weakly, as lib/libc-floor.h (FLOOR) names
+#    them for the preload's own code: a preloaded process then loads under
+#    glibc 2.17 and later (ARCH: the version names differ by architecture).
 # Fails (FATAL_ERROR) if any step does not do what it should.
 cmake_minimum_required(VERSION 3.16)
-foreach(v ARCHIVE OUT AR NM OBJCOPY)
+foreach(v ARCHIVE OUT AR NM OBJCOPY FLOOR ARCH)
   if(NOT ${v})
     message(FATAL_ERROR "jemalloc-private.cmake: ${v} not set")
   endif()
@@ -73,11 +77,42 @@ string(APPEND _map "secure_getenv hpl_je_secure_getenv\nreadlink hpl_je_readlink
 string(APPEND _map "_Unwind_Backtrace hpl_je_unwind_backtrace\n_Unwind_GetIP hpl_je_unwind_get_ip\n")
 string(APPEND _map "log hpl_je_log\nexp hpl_je_exp\nround hpl_je_round\n")
 string(APPEND _map "madvise hpl_je_madvise\nmprotect hpl_je_mprotect\n")
+# 5.: X(name, HP_LIBC_V0) lines of libc-floor.h, but the names sent to glue above.
+if(ARCH MATCHES "^(x86_64|AMD64|amd64)$")
+  set(_v0 "GLIBC_2.2.5")
+  set(_v12 "GLIBC_2.12")
+elseif(ARCH MATCHES "^(aarch64|arm64)$")
+  set(_v0 "GLIBC_2.17")
+  set(_v12 "GLIBC_2.17")
+else()
+  message(FATAL_ERROR "jemalloc-private: no glibc version names known for ${ARCH} (lib/libc-floor.h)")
+endif()
+file(READ "${FLOOR}" _floor_text) # (its lines end in backslashes: not a CMake list)
+string(REGEX MATCHALL "X\\([a-z_0-9]+, HP_LIBC_V[0-9]+\\)" _floor "${_floor_text}")
+set(_weak "")
+foreach(_line IN LISTS _floor)
+  string(REGEX MATCH "X\\(([a-z_0-9]+), HP_LIBC_V(0|12)\\)" _m "${_line}")
+  if(NOT _m)
+    message(FATAL_ERROR "jemalloc-private: ${FLOOR}: '${_line}' names no version this script knows")
+  endif()
+  set(_name "${CMAKE_MATCH_1}")
+  set(_ver "${_v${CMAKE_MATCH_2}}")
+  if(_map MATCHES "(^|\n)${_name} ")
+    continue()
+  endif()
+  string(APPEND _map "${_name} ${_name}@${_ver}\n")
+  list(APPEND _weak "--weaken-symbol=${_name}@${_ver}")
+endforeach()
+list(LENGTH _weak _nweak)
+if(_nweak LESS 10)
+  message(FATAL_ERROR "jemalloc-private: only ${_nweak} names read from ${FLOOR}")
+endif()
 file(WRITE "${_dir}/redefine.syms" "${_map}")
 
 foreach(_obj IN LISTS _objs)
   run("${OBJCOPY}" --redefine-syms=${_dir}/redefine.syms --remove-section=.init_array
       --remove-section=.rela.init_array "${_obj}")
+  run("${OBJCOPY}" ${_weak} "${_obj}")
 endforeach()
 
 # Checks: nothing the program could call, no constructor left.

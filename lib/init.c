@@ -65,7 +65,12 @@ static void init_once(void) {
 }
 
 void hp_ensure_init(void) {
-  if (__builtin_expect(!atomic_load_explicit(&hp_ready, memory_order_acquire), 0)) pthread_once(&hp_once, init_once);
+  if (__builtin_expect(atomic_load_explicit(&hp_ready, memory_order_acquire), 1)) return;
+  /* Under a glibc older than the core needs, only the preload gets here (a
+   * program linked with this library has this glibc or later), and it keeps
+   * its calls off the core: the core stays unstarted (libc-floor.h). */
+  if (!hp_libc_complete()) return;
+  pthread_once(&hp_once, init_once);
 }
 
 __attribute__((constructor)) static void hp_constructor(void) { hp_ensure_init(); }

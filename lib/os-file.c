@@ -40,7 +40,7 @@ int os_huge_file(size_t page_size, const char *dir) {
   } else {
     unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB;
     flags |= page_size == HP_1G ? MFD_HUGE_1GB : MFD_HUGE_2MB;
-    fd = memfd_create("hugepool-segment", flags);
+    fd = sys_memfd_create("hugepool-segment", (unsigned)flags);
     /* A memfd is created 0777 whatever the umask: only its owner may
      * reopen it through /proc/<pid>/fd. */
     if (fd >= 0 && fchmod(fd, 0600) != 0) {
@@ -107,7 +107,7 @@ int os_peer_fd(long pid, int fd) {
 int os_huge_file_info(int fd, os_file_info *out) {
   struct stat st;
   struct statfs sfs;
-  if (fstat(fd, &st) != 0 || fstatfs(fd, &sfs) != 0) return -1;
+  if (sys_fstat(fd, &st) != 0 || fstatfs(fd, &sfs) != 0) return -1;
   out->is_hugetlb = S_ISREG(st.st_mode) && sfs.f_type == (__typeof__(sfs.f_type))HUGETLBFS_MAGIC;
   out->uid = (long)st.st_uid;
   out->mode = (unsigned)(st.st_mode & 07777);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "os.h"
+#include "os-kernel.h"
 
 ssize_t os_read_file(const char *path, char *buf, size_t len) {
   if (len == 0) {
@@ -76,14 +77,14 @@ static struct stat stderr_id;
 
 static bool kept_usable(void) {
   struct stat st;
-  return stderr_fd >= 0 && fstat(stderr_fd, &st) == 0 && st.st_dev == stderr_id.st_dev &&
+  return stderr_fd >= 0 && sys_fstat(stderr_fd, &st) == 0 && st.st_dev == stderr_id.st_dev &&
          st.st_ino == stderr_id.st_ino && st.st_rdev == stderr_id.st_rdev;
 }
 
 void os_keep_stderr(void) {
   struct stat st;
   struct rlimit lim;
-  if (stderr_fd >= 0 || fstat(STDERR_FILENO, &st) != 0 || getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  if (stderr_fd >= 0 || sys_fstat(STDERR_FILENO, &st) != 0 || getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
   rlim_t soft = lim.rlim_cur, floor = soft <= 32 ? soft / 2 : soft - 16;
   if (floor > 999) floor = 999;
   int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, (int)floor);
@@ -130,7 +131,7 @@ static int os_write_new(const char *path, const char *data, size_t len) {
   int fd = open(path, OS_NEW_FILE, 0644);
   if (fd < 0) return -1;
   struct stat st;
-  int rc = fstat(fd, &st) != 0 ? -1 : !S_ISREG(st.st_mode) || st.st_uid != geteuid() ? (errno = EEXIST, -1) : 0;
+  int rc = sys_fstat(fd, &st) != 0 ? -1 : !S_ISREG(st.st_mode) || st.st_uid != geteuid() ? (errno = EEXIST, -1) : 0;
   if (rc == 0) rc = os_write_all(fd, data, len);
   int err = errno;
   if (close(fd) != 0 && rc == 0) rc = -1, err = errno;
@@ -143,7 +144,7 @@ static int os_write_new(const char *path, const char *data, size_t len) {
 static int os_replace_own(const char *path, const char *data, size_t len) {
   struct stat st;
   char tmp[4096 + 48];
-  if (lstat(path, &st) != 0) return -1;
+  if (sys_lstat(path, &st) != 0) return -1;
   if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
     errno = EEXIST;
     return -1;

@@ -31,7 +31,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -79,6 +81,30 @@ static inline int sys_mprotect(void *addr, size_t len, int prot) {
   return (int)syscall(SYS_mprotect, (long)addr, (long)len, (long)prot);
 }
 #endif
+
+/* stat, fstat, lstat and memfd_create are glibc 2.33 and 2.27 names, which
+ * no glibc before them has (the stat family was __xstat and friends): a
+ * preloaded object that named them would not load under an older glibc
+ * (libc-floor.h).  So the OS layer makes the system calls itself; glibc's
+ * struct stat is the kernel's on x86-64 and aarch64. */
+#ifdef HP_OS_VIA_LIBC
+static inline int sys_fstat(int fd, struct stat *st) { return fstat(fd, st); }
+static inline int sys_stat(const char *path, struct stat *st) { return stat(path, st); }
+static inline int sys_lstat(const char *path, struct stat *st) { return lstat(path, st); }
+#else
+static inline int sys_fstat(int fd, struct stat *st) {
+  return (int)syscall(SYS_newfstatat, (long)fd, (long)"", (long)st, (long)AT_EMPTY_PATH);
+}
+static inline int sys_stat(const char *path, struct stat *st) {
+  return (int)syscall(SYS_newfstatat, (long)AT_FDCWD, (long)path, (long)st, 0L);
+}
+static inline int sys_lstat(const char *path, struct stat *st) {
+  return (int)syscall(SYS_newfstatat, (long)AT_FDCWD, (long)path, (long)st, (long)AT_SYMLINK_NOFOLLOW);
+}
+#endif
+static inline int sys_memfd_create(const char *name, unsigned flags) {
+  return (int)syscall(SYS_memfd_create, (long)name, (long)flags);
+}
 
 /* Calls fn(start, end, perms, arg) for each line of /proc/self/maps in
  * address order (perms: "rwxp" and the rest of the line), until fn returns

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "os.h"
+#include "os-kernel.h"
 
 static const char *const kSysfsPool = "/sys/kernel/mm/hugepages/hugepages-";
 static const char *const kSysfsNode = "/sys/devices/system/node/node";
@@ -61,7 +62,7 @@ long os_pool_overcommit(size_t page_size) {
 bool os_page_size_supported(size_t page_size) {
   char path[160];
   struct stat st;
-  return pool_dir(path, sizeof(path), page_size, -1, "") && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+  return pool_dir(path, sizeof(path), page_size, -1, "") && sys_stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 /* Nodes with memory, read once from /sys/devices/system/node/has_memory

@@ -36,7 +36,7 @@ void hp_mpi_warn_once(int *done, const char *what) {
   if (__atomic_exchange_n(done, 1, __ATOMIC_RELAXED)) return;
   /* HUGEPOOL_WARN as libhugepool_preload.so read it at load, by the option
    * table's rules (option-reader.h); without the preload, the default (1). */
-  hp_preload_option_fn get = (hp_preload_option_fn)as_function(dlsym(RTLD_DEFAULT, HP_PRELOAD_OPTION_SYMBOL));
+  hp_preload_option_fn get = (hp_preload_option_fn)as_function(hp_dlsym(RTLD_DEFAULT, HP_PRELOAD_OPTION_SYMBOL));
   long long value = 1;
   if (get && get("HUGEPOOL_WARN", &value) == 0 && value == 0) return;
   (void)fprintf(stderr, "hugepool[%ld]: %s\n", (long)getpid(), what);
@@ -57,24 +57,25 @@ static int note_loaded(struct dl_phdr_info *info, size_t size, void *data) {
 }
 
 hp_mpi_fn hp_mpi_next(const char *name) {
-  void *p = dlsym(RTLD_NEXT, name);
+  void *p = hp_dlsym(RTLD_NEXT, name);
   if (p) return as_function(p);
   /* Not in the global scope: an MPI library loaded with RTLD_LOCAL (Python
    * loads extension modules so, with their libmpi).  Ask each loaded
    * object; dlopen runs after dl_iterate_phdr, which holds a loader lock. */
+  if (!hp_libc_complete()) return NULL; /* dlopen and dlclose may be missing (libc-floor.h) */
   loaded l = {.count = 0};
   dl_iterate_phdr(note_loaded, &l);
   for (int i = 0; i < l.count && !p; i++) {
     void *h = dlopen(l.names[i], RTLD_LAZY | RTLD_NOLOAD);
     if (!h) continue;
-    p = dlsym(h, name);
+    p = hp_dlsym(h, name);
     dlclose(h); /* NOLOAD took a reference; the object stays as it was */
   }
   return p ? as_function(p) : NULL;
 }
 
 void hp_finalize_trim(void) {
-  size_t (*trim)(void) = (size_t(*)(void))as_function(dlsym(RTLD_DEFAULT, "hugepool_trim"));
+  size_t (*trim)(void) = (size_t(*)(void))as_function(hp_dlsym(RTLD_DEFAULT, "hugepool_trim"));
   if (trim) (void)trim();
 }
 
@@ -145,6 +146,9 @@ static void decide(void) {
 }
 
 const hp_mpi_backend *hp_mpi_active(void) {
+  /* Under a glibc older than the preload's core needs, every call is
+   * forwarded untouched (libc-floor.h; pthread_once may not even exist). */
+  if (!hp_libc_complete()) return NULL;
   pthread_once(&decided, decide);
   return __atomic_load_n(&active, __ATOMIC_ACQUIRE);
 }

@@ -110,7 +110,8 @@ static const hp_cuda_bridge *_Atomic bridge;
 static const hp_cuda_bridge *core(void) { return atomic_load_explicit(&bridge, memory_order_acquire); }
 
 static const hp_cuda_bridge *find_bridge(void) {
-  void *sym = dlsym(RTLD_DEFAULT, HP_CUDA_BRIDGE_SYMBOL);
+  if (!hp_libc_complete()) return NULL; /* the interposer is passive under this glibc (libc-floor.h) */
+  void *sym = hp_dlsym(RTLD_DEFAULT, HP_CUDA_BRIDGE_SYMBOL);
   hp_cuda_bridge_fn get;
   memcpy(&get, &sym, sizeof(get)); /* ISO C: an object pointer to a function pointer by its bytes */
   const hp_cuda_bridge *b = sym ? get() : NULL;
@@ -232,7 +233,7 @@ static _Atomic(any_fn) next_found[NEXT_COUNT];
 static any_fn next(enum next_symbol which) {
   any_fn f = atomic_load_explicit(&next_found[which], memory_order_relaxed);
   if (!f) {
-    f = to_fn(dlsym(RTLD_NEXT, next_names[which])); /* NULL (none yet) is asked again */
+    f = to_fn(hp_dlsym(RTLD_NEXT, next_names[which])); /* NULL (none yet) is asked again */
     atomic_store_explicit(&next_found[which], f, memory_order_relaxed);
   }
   return f;

@@ -38,9 +38,9 @@ HPL_HIDDEN _Atomic uint64_t hpl_deepbind_stripped;
 
 static void resolve(void) {
   if (!__atomic_load_n(&hpl_real_dlopen, __ATOMIC_ACQUIRE))
-    __atomic_store_n(&hpl_real_dlopen, dlsym(RTLD_NEXT, "dlopen"), __ATOMIC_RELEASE);
+    __atomic_store_n(&hpl_real_dlopen, hp_dlsym(RTLD_NEXT, "dlopen"), __ATOMIC_RELEASE);
   if (!__atomic_load_n(&hpl_real_dlmopen, __ATOMIC_ACQUIRE))
-    __atomic_store_n(&hpl_real_dlmopen, dlsym(RTLD_NEXT, "dlmopen"), __ATOMIC_RELEASE);
+    __atomic_store_n(&hpl_real_dlmopen, hp_dlsym(RTLD_NEXT, "dlmopen"), __ATOMIC_RELEASE);
 }
 
 /* Before any constructor of the program can call dlopen. */

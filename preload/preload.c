@@ -19,8 +19,36 @@
 _Atomic size_t hpl_threshold = (size_t)1 << 20; /* the option's default until init */
 atomic_bool hpl_small_heap_on;
 
-enum { ST_NEW, ST_INITIALISING, ST_READY };
+enum { ST_NEW, ST_INITIALISING, ST_READY, ST_PASSIVE };
 static atomic_int state = ST_NEW;
+
+/* 0: not asked yet, 1: the core may run, 2: passive (libc-floor.h). */
+static atomic_int libc_state;
+
+bool hpl_libc_ok(void) {
+  int s = atomic_load_explicit(&libc_state, memory_order_relaxed);
+  if (HPL_UNLIKELY(s == 0)) {
+    s = hp_libc_complete() ? 1 : 2;
+    atomic_store_explicit(&libc_state, s, memory_order_relaxed);
+  }
+  return s == 1;
+}
+
+/* Under a glibc older than the core needs, with HUGEPOOL_VERBOSE set, one
+ * line says why this process runs on glibc's malloc alone (the options are
+ * the core's, which does not run here: the variable is read as it is). */
+static void say_passive(void) {
+  const char *v = getenv("HUGEPOOL_VERBOSE");
+  if (!v || !*v || (v[0] == '0' && !v[1])) return;
+  char line[256];
+  int n = snprintf(line, sizeof(line),
+                   "hugepool-preload[%ld]: glibc %s is older than %d.%d: this process runs on glibc's malloc alone\n",
+                   (long)getpid(), gnu_get_libc_version(), HP_LIBC_ACTIVE_FLOOR_MAJOR, HP_LIBC_ACTIVE_FLOOR_MINOR);
+  if (n > 0) {
+    ssize_t w = write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+    (void)w;
+  }
+}
 /* Set while this thread runs our initialisation: anything it allocates
  * (pthread_atfork's table, say) goes straight to glibc. */
 static __thread int in_init __attribute__((tls_model("initial-exec")));
@@ -140,6 +168,12 @@ static const hp_embedder embed_other = {.extra_stats = extra_stats};
 static void preload_init(void) {
   int expected = ST_NEW;
   if (!atomic_compare_exchange_strong(&state, &expected, ST_INITIALISING)) return;
+  if (!hpl_libc_ok()) { /* every request to glibc: no threshold is ever reached */
+    atomic_store(&hpl_threshold, SIZE_MAX);
+    atomic_store(&state, ST_PASSIVE);
+    say_passive();
+    return;
+  }
   in_init = 1;
   options_use_preload_defaults();
   (void)hugepool_get_policy(); /* runs the core's init: options, atfork */
@@ -272,6 +306,7 @@ void *hpl_calloc(size_t count, size_t size) { return route(count * size, true); 
 typedef enum { FROM_GLIBC, FROM_HUGEPOOL, FROM_SMALL_HEAP } origin;
 
 static origin origin_of(const void *ptr) {
+  if (HPL_UNLIKELY(!hpl_libc_ok())) return FROM_GLIBC;
   if (((uintptr_t)ptr & (HPL_2M - 1)) == 0) {
     return hugepool_owns(ptr) ? FROM_HUGEPOOL : FROM_GLIBC;
   }
@@ -290,6 +325,10 @@ static size_t glibc_usable_size(const void *ptr) {
 
 void hpl_free_slow(void *ptr) {
   if (!ptr) return;
+  if (HPL_UNLIKELY(!hpl_libc_ok())) {
+    __libc_free(ptr);
+    return;
+  }
   if (((uintptr_t)ptr & (HPL_2M - 1)) == 0) { /* hugepool's, freed in the same lookup (keeps errno), or glibc's */
     if (!hp_free_if_live(ptr)) __libc_free(ptr);
     return;
@@ -405,6 +444,7 @@ void *hpl_memalign(size_t alignment, size_t size) {
 /* The MPI entry points' option reader (lib/option-reader.h): the values
  * read at load, with the option table's rules. */
 int hugepool_preload_option(const char *name, long long *value) {
+  if (!hpl_libc_ok()) return -1; /* passive: no option was read */
   hp_option_id id = name ? option_find(name, strlen(name)) : HP_OPT_COUNT;
   if (id == HP_OPT_COUNT || !value) return -1;
   (void)ready(); /* the options are read (at the latest now) */

@@ -23,6 +23,11 @@
 #define HPL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define HPL_2M ((uintptr_t)2 << 20)
 
+/* Whether the core may run in this process: glibc 2.34 or later
+ * (lib/libc-floor.h).  Under an older glibc the preload is passive: every
+ * entry point hands its call to glibc, and the core is never started. */
+HPL_HIDDEN bool hpl_libc_ok(void);
+
 /* glibc's own entry points: exported by libc.so.6, so reaching them needs no
  * dlsym (which may call calloc and recurse into us at start-up). */
 extern void *__libc_malloc(size_t size);

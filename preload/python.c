@@ -236,7 +236,7 @@ typedef void (*arena_call)(py_arena_allocator *);
 
 /* CPython's function of that name in the program, or NULL. */
 static arena_call cpython_function(const char *name) {
-  void *sym = dlsym(RTLD_DEFAULT, name);
+  void *sym = hp_dlsym(RTLD_DEFAULT, name);
   arena_call f = NULL;
   if (sym != NULL) memcpy(&f, &sym, sizeof(f)); /* dlsym's object pointer as the function it is */
   return f;
