@@ -22,33 +22,6 @@ atomic_bool hpl_small_heap_on;
 enum { ST_NEW, ST_INITIALISING, ST_READY, ST_PASSIVE };
 static atomic_int state = ST_NEW;
 
-/* 0: not asked yet, 1: the core may run, 2: passive (libc-floor.h). */
-static atomic_int libc_state;
-
-bool hpl_libc_ok(void) {
-  int s = atomic_load_explicit(&libc_state, memory_order_relaxed);
-  if (HPL_UNLIKELY(s == 0)) {
-    s = hp_libc_complete() ? 1 : 2;
-    atomic_store_explicit(&libc_state, s, memory_order_relaxed);
-  }
-  return s == 1;
-}
-
-/* Under a glibc older than the core needs, with HUGEPOOL_VERBOSE set, one
- * line says why this process runs on glibc's malloc alone (the options are
- * the core's, which does not run here: the variable is read as it is). */
-static void say_passive(void) {
-  const char *v = getenv("HUGEPOOL_VERBOSE");
-  if (!v || !*v || (v[0] == '0' && !v[1])) return;
-  char line[256];
-  int n = snprintf(line, sizeof(line),
-                   "hugepool-preload[%ld]: glibc %s is older than %d.%d: this process runs on glibc's malloc alone\n",
-                   (long)getpid(), gnu_get_libc_version(), HP_LIBC_ACTIVE_FLOOR_MAJOR, HP_LIBC_ACTIVE_FLOOR_MINOR);
-  if (n > 0) {
-    ssize_t w = write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-    (void)w;
-  }
-}
 /* Set while this thread runs our initialisation: anything it allocates
  * (pthread_atfork's table, say) goes straight to glibc. */
 static __thread int in_init __attribute__((tls_model("initial-exec")));
@@ -171,7 +144,7 @@ static void preload_init(void) {
   if (!hpl_libc_ok()) { /* every request to glibc: no threshold is ever reached */
     atomic_store(&hpl_threshold, SIZE_MAX);
     atomic_store(&state, ST_PASSIVE);
-    say_passive();
+    hpl_say_passive();
     return;
   }
   in_init = 1;

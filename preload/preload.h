@@ -27,6 +27,8 @@
  * (lib/libc-floor.h).  Under an older glibc the preload is passive: every
  * entry point hands its call to glibc, and the core is never started. */
 HPL_HIDDEN bool hpl_libc_ok(void);
+/* Under such a glibc with HUGEPOOL_VERBOSE set: one line saying so. */
+HPL_HIDDEN void hpl_say_passive(void);
 
 /* glibc's own entry points: exported by libc.so.6, so reaching them needs no
  * dlsym (which may call calloc and recurse into us at start-up). */

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Passive under an older glibc (lib/libc-floor.h): whether the core may run
+ * in this process, asked once, and the one line that says why not. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "preload.h"
+
+/* 0: not asked yet, 1: the core may run, 2: passive (libc-floor.h). */
+static atomic_int libc_state;
+
+bool hpl_libc_ok(void) {
+  int s = atomic_load_explicit(&libc_state, memory_order_relaxed);
+  if (HPL_UNLIKELY(s == 0)) {
+    s = hp_libc_complete() ? 1 : 2;
+    atomic_store_explicit(&libc_state, s, memory_order_relaxed);
+  }
+  return s == 1;
+}
+
+/* Under a glibc older than the core needs, with HUGEPOOL_VERBOSE set, one
+ * line says why this process runs on glibc's malloc alone (the options are
+ * the core's, which does not run here: the variable is read as it is). */
+void hpl_say_passive(void) {
+  const char *v = getenv("HUGEPOOL_VERBOSE");
+  if (!v || !*v || (v[0] == '0' && !v[1])) return;
+  char line[256];
+  int n = snprintf(line, sizeof(line),
+                   "hugepool-preload[%ld]: glibc %s is older than %d.%d: this process runs on glibc's malloc alone\n",
+                   (long)getpid(), gnu_get_libc_version(), HP_LIBC_ACTIVE_FLOOR_MAJOR, HP_LIBC_ACTIVE_FLOOR_MINOR);
+  if (n > 0) {
+    ssize_t w = write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+    (void)w;
+  }
+}
