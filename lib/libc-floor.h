@@ -104,7 +104,7 @@ static inline bool hp_libc_complete(void) {
   if (major < HP_LIBC_ACTIVE_FLOOR_MAJOR ||
       (major == HP_LIBC_ACTIVE_FLOOR_MAJOR && minor < HP_LIBC_ACTIVE_FLOOR_MINOR))
     return false;
-#define HP_LIBC_FOUND(name, version) &&(name != NULL)
+#define HP_LIBC_FOUND(name, version) &&((name) != NULL)
   return true HP_LIBC_OLD_NAMES(HP_LIBC_FOUND);
 #undef HP_LIBC_FOUND
 }
