@@ -34,6 +34,7 @@
 #include <gnu/libc-version.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -93,20 +94,24 @@ HP_LIBC_OLD(dlopen, HP_LIBC_V0)
 #undef HP_LIBC_OLD
 
 /* Does this process's glibc have everything the core calls?  glibc 2.34 or
- * later, every name above found.  Cheap enough for a slow path; callers on
- * a hot one keep the answer. */
+ * later, every name above found.  Worked out once per object that asks (the
+ * answer is kept: free() asks it on its slower paths), then one load. */
 static inline bool hp_libc_complete(void) {
+  static _Atomic int answer; /* 0: not worked out yet, 1: yes, 2: no */
+  int a = atomic_load_explicit(&answer, memory_order_relaxed);
+  if (__builtin_expect(a != 0, 1)) return a == 1;
   const char *v = gnu_get_libc_version();
   int major = 0, minor = 0;
   while (*v >= '0' && *v <= '9') major = major * 10 + (*v++ - '0');
   if (*v == '.') v++;
   while (*v >= '0' && *v <= '9') minor = minor * 10 + (*v++ - '0');
-  if (major < HP_LIBC_ACTIVE_FLOOR_MAJOR ||
-      (major == HP_LIBC_ACTIVE_FLOOR_MAJOR && minor < HP_LIBC_ACTIVE_FLOOR_MINOR))
-    return false;
+  bool ok = major > HP_LIBC_ACTIVE_FLOOR_MAJOR ||
+            (major == HP_LIBC_ACTIVE_FLOOR_MAJOR && minor >= HP_LIBC_ACTIVE_FLOOR_MINOR);
 #define HP_LIBC_FOUND(name, version) &&((name) != NULL)
-  return true HP_LIBC_OLD_NAMES(HP_LIBC_FOUND);
+  ok = ok HP_LIBC_OLD_NAMES(HP_LIBC_FOUND);
 #undef HP_LIBC_FOUND
+  atomic_store_explicit(&answer, ok ? 1 : 2, memory_order_relaxed);
+  return ok;
 }
 
 /* dlsym where the process has one: under glibc 2.17-2.33 only with libdl

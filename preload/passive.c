@@ -1,24 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Passive under an older glibc (lib/libc-floor.h): whether the core may run
- * in this process, asked once, and the one line that says why not. */
+/* Passive under an older glibc (lib/libc-floor.h: hp_libc_complete() says
+ * whether the core may run): the one line that says why not. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "preload.h"
-
-/* 0: not asked yet, 1: the core may run, 2: passive (libc-floor.h). */
-static atomic_int libc_state;
-
-bool hpl_libc_ok(void) {
-  int s = atomic_load_explicit(&libc_state, memory_order_relaxed);
-  if (HPL_UNLIKELY(s == 0)) {
-    s = hp_libc_complete() ? 1 : 2;
-    atomic_store_explicit(&libc_state, s, memory_order_relaxed);
-  }
-  return s == 1;
-}
 
 /* Under a glibc older than the core needs, with HUGEPOOL_VERBOSE set, one
  * line says why this process runs on glibc's malloc alone (the options are

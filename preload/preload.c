@@ -141,7 +141,7 @@ static const hp_embedder embed_other = {.extra_stats = extra_stats};
 static void preload_init(void) {
   int expected = ST_NEW;
   if (!atomic_compare_exchange_strong(&state, &expected, ST_INITIALISING)) return;
-  if (!hpl_libc_ok()) { /* every request to glibc: no threshold is ever reached */
+  if (!hp_libc_complete()) { /* every request to glibc: no threshold is ever reached */
     atomic_store(&hpl_threshold, SIZE_MAX);
     atomic_store(&state, ST_PASSIVE);
     hpl_say_passive();
@@ -279,7 +279,7 @@ void *hpl_calloc(size_t count, size_t size) { return route(count * size, true); 
 typedef enum { FROM_GLIBC, FROM_HUGEPOOL, FROM_SMALL_HEAP } origin;
 
 static origin origin_of(const void *ptr) {
-  if (HPL_UNLIKELY(!hpl_libc_ok())) return FROM_GLIBC;
+  if (HPL_UNLIKELY(!hp_libc_complete())) return FROM_GLIBC;
   if (((uintptr_t)ptr & (HPL_2M - 1)) == 0) {
     return hugepool_owns(ptr) ? FROM_HUGEPOOL : FROM_GLIBC;
   }
@@ -298,11 +298,8 @@ static size_t glibc_usable_size(const void *ptr) {
 
 void hpl_free_slow(void *ptr) {
   if (!ptr) return;
-  if (HPL_UNLIKELY(!hpl_libc_ok())) {
-    __libc_free(ptr);
-    return;
-  }
-  if (((uintptr_t)ptr & (HPL_2M - 1)) == 0) { /* hugepool's, freed in the same lookup (keeps errno), or glibc's */
+  /* hugepool's, freed in the same lookup (keeps errno), or glibc's; passive: origin_of() says glibc's */
+  if (((uintptr_t)ptr & (HPL_2M - 1)) == 0 && HPL_LIKELY(hp_libc_complete())) {
     if (!hp_free_if_live(ptr)) __libc_free(ptr);
     return;
   }
@@ -417,7 +414,7 @@ void *hpl_memalign(size_t alignment, size_t size) {
 /* The MPI entry points' option reader (lib/option-reader.h): the values
  * read at load, with the option table's rules. */
 int hugepool_preload_option(const char *name, long long *value) {
-  if (!hpl_libc_ok()) return -1; /* passive: no option was read */
+  if (!hp_libc_complete()) return -1; /* passive: no option was read */
   hp_option_id id = name ? option_find(name, strlen(name)) : HP_OPT_COUNT;
   if (id == HP_OPT_COUNT || !value) return -1;
   (void)ready(); /* the options are read (at the latest now) */

@@ -23,11 +23,10 @@
 #define HPL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define HPL_2M ((uintptr_t)2 << 20)
 
-/* Whether the core may run in this process: glibc 2.34 or later
- * (lib/libc-floor.h).  Under an older glibc the preload is passive: every
- * entry point hands its call to glibc, and the core is never started. */
-HPL_HIDDEN bool hpl_libc_ok(void);
-/* Under such a glibc with HUGEPOOL_VERBOSE set: one line saying so. */
+/* Where hp_libc_complete() says no (lib/libc-floor.h: a glibc older than
+ * 2.34) the preload is passive: every entry point hands its call to glibc,
+ * and the core is never started.  With HUGEPOOL_VERBOSE set, one line says
+ * so (passive.c). */
 HPL_HIDDEN void hpl_say_passive(void);
 
 /* glibc's own entry points: exported by libc.so.6, so reaching them needs no
