@@ -4,7 +4,8 @@
 # (nm -D) and static archive (nm) is read: a global defined symbol must be
 # hugepool_*, or one of the few names its kind of library must export:
 #   libhugepool_preload.so    the malloc family it interposes, dlopen and
-#                             dlmopen, mprotect, pkey_mprotect and madvise
+#                             dlmopen, mprotect, pkey_mprotect and madvise,
+#                             __asan_default_options (preload/other-heap.c)
 #                             (preload/exports.map), no CUDA name
 #   libhugepool_cuda_preload.so the CUDA registration and copy calls of
 #                             --cuda (preload/cuda.c), nothing else: not
@@ -43,7 +44,7 @@ string(APPEND malloc_family "|pvalloc|malloc_usable_size")
 set(cuda_calls "cuGetProcAddress|cuGetProcAddress_v2|cuMemHostRegister|cuMemHostRegister_v2|cuMemHostUnregister")
 string(APPEND cuda_calls "|cuMemcpyHtoD_v2|cuMemcpyDtoH_v2|cuMemcpyHtoDAsync_v2|cuMemcpyDtoHAsync_v2")
 string(APPEND cuda_calls "|cudaHostRegister|cudaHostUnregister|cudaMemcpy|cudaMemcpyAsync")
-set(allowed_libhugepool_preload.so "^(${malloc_family}|dlopen|dlmopen|mprotect|pkey_mprotect|madvise)$")
+set(allowed_libhugepool_preload.so "^(${malloc_family}|dlopen|dlmopen|mprotect|pkey_mprotect|madvise|__asan_default_options)$")
 set(allowed_libhugepool_cuda_preload.so "^(${cuda_calls})$")
 set(mpi_calls "MPI_Alloc_mem|MPI_Free_mem|MPI_Win_allocate_shared|MPI_Win_free|MPI_Win_get_attr")
 string(APPEND mpi_calls "|MPI_Win_shared_query|MPI_Finalize")

@@ -20,6 +20,7 @@
 
 #include "embed.h"
 #include "hugepool/hugepool.h"
+#include "init.h"
 #include "option-reader.h"
 #include "options.h"
 #include "os.h"

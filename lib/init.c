@@ -73,7 +73,12 @@ void hp_ensure_init(void) {
   pthread_once(&hp_once, init_once);
 }
 
-__attribute__((constructor)) static void hp_constructor(void) { hp_ensure_init(); }
+static atomic_bool hp_stay_unstarted;
+void hp_no_start_at_load(void) { atomic_store(&hp_stay_unstarted, true); }
+
+__attribute__((constructor)) static void hp_constructor(void) {
+  if (!atomic_load(&hp_stay_unstarted)) hp_ensure_init();
+}
 
 __attribute__((destructor)) static void hp_destructor(void) {
   if (atomic_load(&hp_ready)) stats_print_at_exit();

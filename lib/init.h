@@ -17,6 +17,11 @@ extern "C" {
 #endif
 
 HP_INTERNAL void hp_ensure_init(void);
+/* The preload, passive (preload/preload.h: a sanitizer's heap, an older
+ * glibc): the constructor leaves the core unstarted; a public function
+ * called later still starts it.  Called before the constructor runs (the
+ * preload's runs first: a higher priority). */
+HP_INTERNAL void hp_no_start_at_load(void);
 
 #ifdef __cplusplus
 }

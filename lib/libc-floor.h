@@ -58,6 +58,7 @@
   X(dlsym, HP_LIBC_V0)                           \
   X(dlclose, HP_LIBC_V0)                         \
   X(dlerror, HP_LIBC_V0)                         \
+  X(dladdr, HP_LIBC_V0)                          \
   X(pthread_create, HP_LIBC_V0)                  \
   X(pthread_join, HP_LIBC_V0)                    \
   X(pthread_once, HP_LIBC_V0)                    \

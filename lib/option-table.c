@@ -96,6 +96,14 @@ static const hp_option_desc table[HP_OPT_COUNT] = {
                              "when the buffer is handed out rather than at the program's first write to them (`0`: "
                              "at first write); where a first touch may choose between NUMA nodes the default is "
                              "`0`, so that the thread that first writes a page places it"),
+    [HP_OPT_OTHER_HEAP] = CHOICE("HUGEPOOL_OTHER_HEAP", HP_OTHER_HEAP_AUTO, HP_OTHER_HEAP_AUTO, "auto|share|off", 0,
+                                 "preload only: a program whose heap is another allocator's (it links jemalloc, "
+                                 "tcmalloc, mimalloc, ..., or one follows hugepool in `LD_PRELOAD`): `share` puts "
+                                 "requests at or above the threshold on hugetlb pages and leaves the rest to that "
+                                 "allocator; `off` leaves it every request; `auto`: `share` where the allocator is "
+                                 "in `LD_PRELOAD` alone, `off` where the program links it (it may hand a large "
+                                 "block to that allocator's own calls, `dallocx` or `mi_free`, which would not know "
+                                 "it). A sanitizer's heap always gets every request"),
 };
 
 const hp_option_desc *option_desc(hp_option_id id) { return &table[id]; }

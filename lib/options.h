@@ -46,6 +46,7 @@ typedef enum hp_option_id {
   HP_OPT_VERBOSE,
   HP_OPT_HOLD,
   HP_OPT_PREFAULT,
+  HP_OPT_OTHER_HEAP,
   HP_OPT_COUNT
 } hp_option_id;
 
@@ -68,6 +69,7 @@ enum { HP_FORK_COPY = 0, HP_FORK_KEEP = 1 };
 enum { HP_MPI_AUTO = 0, HP_MPI_OFF = 1 };
 enum { HP_CUDA_OFF = 0, HP_CUDA_ON = 1, HP_CUDA_ALL = 2 };
 enum { HP_HOLD_AUTO = 0, HP_HOLD_ALL = 1, HP_HOLD_SHARE = 2 };
+enum { HP_OTHER_HEAP_AUTO = 0, HP_OTHER_HEAP_SHARE = 1, HP_OTHER_HEAP_OFF = 2 };
 /* HUGEPOOL_HOLD=share (preload/hold.c): a new request of more than
  * HP_HOLD_FLOOR bytes that is also more than 1/HP_HOLD_DIVISOR of the
  * node's pool goes to glibc.  The doctor's --need note reads them too. */

@@ -115,6 +115,11 @@ static void first_line(const char *text, char *out, size_t size) {
 
 static void decide(void) {
   static int warned;
+  /* The interposer, where it is loaded, answers no option while it is
+   * passive (an older glibc, a sanitizer's heap): every call is forwarded. */
+  hp_preload_option_fn get = (hp_preload_option_fn)as_function(hp_dlsym(RTLD_DEFAULT, HP_PRELOAD_OPTION_SYMBOL));
+  long long warn = 1;
+  if (get && get("HUGEPOOL_WARN", &warn) != 0) return;
   int (*version)(char *, int *) = (int (*)(char *, int *))hp_mpi_next("PMPI_Get_library_version");
   if (!version) return; /* no MPI library: every call is forwarded (and fails) */
   /* Room for any library's answer: MPICH's limit (8192) is the largest

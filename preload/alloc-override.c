@@ -26,14 +26,15 @@ void cfree(void *ptr); /* gone from glibc's headers, still called by old binarie
 
 static inline bool below_threshold(size_t size) {
   return HPL_LIKELY(size < atomic_load_explicit(&hpl_threshold, memory_order_relaxed)) &&
-         HPL_LIKELY(!atomic_load_explicit(&hpl_small_heap_on, memory_order_relaxed));
+         HPL_LIKELY(atomic_load_explicit(&hpl_glibc_direct, memory_order_relaxed));
 }
 
 /* Every hugepool buffer starts on a 2 MB boundary and every small-heap
- * object is inside a chunk, so anything else is glibc's: no lock, no lookup. */
+ * object is inside a chunk, so anything else is glibc's: no lock, no lookup
+ * (once the heap behind us is known to be glibc's, other-heap.c). */
 static inline bool surely_glibc(const void *ptr) {
   return HPL_LIKELY(((uintptr_t)ptr & (HPL_2M - 1)) != 0) &&
-         HPL_LIKELY(!atomic_load_explicit(&hpl_small_heap_on, memory_order_relaxed));
+         HPL_LIKELY(atomic_load_explicit(&hpl_glibc_direct, memory_order_relaxed));
 }
 
 HPL_EXPORT void *malloc(size_t size) {

@@ -4,6 +4,7 @@
 #include "cuda-bridge.h"
 
 #include "hooks.h"
+#include "preload.h"
 
 static long long cuda_mode(void) {
   (void)hugepool_get_policy(); /* the core's options are read */
@@ -22,4 +23,5 @@ static const hp_cuda_bridge bridge = {
 };
 
 __attribute__((visibility("default"))) const hp_cuda_bridge *hugepool_preload_cuda_bridge(void);
-const hp_cuda_bridge *hugepool_preload_cuda_bridge(void) { return &bridge; }
+/* None while the interposer is passive (preload.h): --cuda stays off. */
+const hp_cuda_bridge *hugepool_preload_cuda_bridge(void) { return hpl_passive() ? NULL : &bridge; }

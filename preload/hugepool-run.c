@@ -44,6 +44,7 @@ static const flag flags[] = {
     {"    --small-heap", "small-heap", "1", HP_OPT_SMALL_HEAP, 0, false},
     {"    --fork MODE", "fork", NULL, HP_OPT_FORK, 0, true},
     {"    --hold MODE", "hold", NULL, HP_OPT_HOLD, 0, true},
+    {"    --other-heap MODE", "other-heap", NULL, HP_OPT_OTHER_HEAP, 0, true},
     {"    --page-size SIZE", "page-size", NULL, HP_OPT_PAGE_SIZE, 0, true},
     {"    --cache-slots N", "cache-slots", NULL, HP_OPT_CACHE_SLOTS, 0, true},
     {"    --cache-bytes SIZE", "cache-bytes", NULL, HP_OPT_CACHE_BYTES, 0, true},
@@ -354,25 +355,6 @@ static void torch_pinned_register(void) {
   free(conf);
 }
 
-/* Another allocator already in LD_PRELOAD stays there but serves nothing:
- * the interposer comes first, and what it does not put on hugetlb pages
- * goes to glibc's malloc.  Said once, before the program starts. */
-static void say_other_allocator(const char *preload) {
-  static const char *const known[] = {"jemalloc", "tcmalloc", "mimalloc", "hoard", "tbbmalloc", "snmalloc", "rpmalloc"};
-  const char *warn = getenv(option_desc(HP_OPT_WARN)->name);
-  if (!preload || (warn && strcmp(warn, "0") == 0)) return;
-  for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
-    const char *at = strstr(preload, known[i]);
-    if (!at) continue;
-    while (at > preload && at[-1] != ' ' && at[-1] != ':') at--; /* the whole path */
-    (void)fprintf(stderr,
-                  "hugepool-run: LD_PRELOAD already has %.*s: hugepool's interposer comes first, so that allocator "
-                  "serves nothing; what hugepool does not put on hugetlb pages goes to glibc's malloc\n",
-                  (int)strcspn(at, " :"), at);
-    return;
-  }
-}
-
 int main(int argc, char **argv) {
   int first = parse_command_line(argc, argv);
   if (first >= argc) die("no program given");
@@ -385,8 +367,8 @@ int main(int argc, char **argv) {
 
   /* The interposer first (the MPI and CUDA entry points call into it), then
    * the CUDA and the MPI entry points, then what was there. */
+  /* An allocator already there serves what hugepool does not (HUGEPOOL_OTHER_HEAP). */
   const char *old = getenv("LD_PRELOAD");
-  say_other_allocator(old);
   char *preload = NULL;
   if (asprintf(&preload, "%s%s%s%s%s%s%s", lib, cuda ? " " : "", cuda ? cuda : "", mpi ? " " : "", mpi ? mpi : "",
                old && *old ? " " : "", old && *old ? old : "") < 0) {

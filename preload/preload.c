@@ -18,6 +18,7 @@
 
 _Atomic size_t hpl_threshold = (size_t)1 << 20; /* the option's default until init */
 atomic_bool hpl_small_heap_on;
+atomic_bool hpl_glibc_direct; /* false until init: every call starts it */
 
 enum { ST_NEW, ST_INITIALISING, ST_READY, ST_PASSIVE };
 static atomic_int state = ST_NEW;
@@ -138,28 +139,49 @@ static const hp_embedder embed_fallback = {
 };
 static const hp_embedder embed_other = {.extra_stats = extra_stats};
 
+/* Passive: every request to the heap behind us, no threshold ever reached. */
+static void go_passive(hpl_passive_why why, const char *who) {
+  atomic_store(&hpl_threshold, SIZE_MAX);
+  atomic_store(&state, ST_PASSIVE);
+  in_init = 0;
+  hp_no_start_at_load();
+  hpl_say_passive(why, who);
+}
+
 static void preload_init(void) {
   int expected = ST_NEW;
   if (!atomic_compare_exchange_strong(&state, &expected, ST_INITIALISING)) return;
-  if (!hp_libc_complete()) { /* every request to glibc: no threshold is ever reached */
-    atomic_store(&hpl_threshold, SIZE_MAX);
-    atomic_store(&state, ST_PASSIVE);
-    hpl_say_passive();
+  if (!hp_libc_complete()) { /* glibc's heap, straight: dlsym may be missing */
+    atomic_store(&hpl_glibc_direct, true);
+    go_passive(HPL_PASSIVE_OLD_GLIBC, NULL);
     return;
   }
   in_init = 1;
+  char who[256] = "";
+  hpl_heap_kind heap = hpl_find_heap(who, sizeof(who));
+  if (heap == HPL_HEAP_SANITIZER) {
+    go_passive(HPL_PASSIVE_SANITIZER, who);
+    return;
+  }
   options_use_preload_defaults();
   (void)hugepool_get_policy(); /* runs the core's init: options, atfork */
+  if (heap == HPL_HEAP_OTHER && !hpl_share_other_heap(who)) {
+    hpl_say_other_heap(who, SIZE_MAX, option_get(HP_OPT_SMALL_HEAP) != 0);
+    go_passive(HPL_PASSIVE_OTHER_HEAP, who);
+    return;
+  }
   size_t threshold = (size_t)option_get(HP_OPT_THRESHOLD);
   if (threshold == 0) threshold = 1;
   long long policy = option_get(HP_OPT_POLICY); /* the core runs fallback as strict */
   policy_strict = policy == HUGEPOOL_POLICY_STRICT;
   hpl_hold_init(policy_strict);
   (void)hp_embed(policy_strict ? &embed_strict : policy == HP_POLICY_FALLBACK ? &embed_fallback : &embed_other);
-  if (option_get(HP_OPT_SMALL_HEAP) && sh_init() == 0) {
+  if (heap == HPL_HEAP_OTHER) hpl_say_other_heap(who, threshold, option_get(HP_OPT_SMALL_HEAP) != 0);
+  if (option_get(HP_OPT_SMALL_HEAP) && heap == HPL_HEAP_GLIBC && sh_init() == 0) {
     atomic_store(&hpl_small_heap_on, true);
     hpl_python_arenas();
   }
+  atomic_store(&hpl_glibc_direct, heap == HPL_HEAP_GLIBC && !atomic_load(&hpl_small_heap_on));
   atomic_store(&hpl_threshold, threshold);
   atomic_store(&state, ST_READY);
   in_init = 0;
@@ -169,8 +191,9 @@ static void preload_init(void) {
 __attribute__((constructor(101))) static void preload_constructor(void) { preload_init(); }
 
 static inline bool ready(void) {
-  if (HPL_LIKELY(atomic_load_explicit(&state, memory_order_acquire) == ST_READY)) return true;
-  if (in_init) return false;
+  int now = atomic_load_explicit(&state, memory_order_acquire);
+  if (HPL_LIKELY(now == ST_READY)) return true;
+  if (now == ST_PASSIVE || in_init || !environ) return false; /* !environ: before libc's start (a preinit) */
   preload_init();
   return atomic_load_explicit(&state, memory_order_acquire) == ST_READY;
 }
@@ -228,8 +251,7 @@ static void *large_alloc(size_t size, bool zero, size_t alignment) {
     if (refused_strict()) return NULL;
     count_fallback(size);
   }
-  if (alignment > 16) return __libc_memalign(alignment, size);
-  return zero ? __libc_calloc(1, size) : __libc_malloc(size);
+  return hpl_next_alloc(size, zero, alignment);
 }
 
 /* The small heap's shortage, said once per process (preload.h). */
@@ -259,15 +281,21 @@ static bool small_heap_takes(size_t size) {
   return atomic_load_explicit(&hpl_small_heap_on, memory_order_relaxed) && size <= HPL_SMALL_MAX && !sh_reentered();
 }
 
+/* Not ready: passive (the heap behind us), or starting (glibc's, noted). */
+static void *unready_alloc(size_t size, bool zero, size_t alignment) {
+  if (atomic_load_explicit(&state, memory_order_acquire) == ST_PASSIVE) return hpl_next_alloc(size, zero, alignment);
+  return hpl_early_alloc(size, zero, alignment);
+}
+
 static void *route(size_t size, bool zero) {
-  if (!ready()) return zero ? __libc_calloc(1, size) : __libc_malloc(size);
+  if (!ready()) return unready_alloc(size, zero, 0);
   if (size >= atomic_load_explicit(&hpl_threshold, memory_order_relaxed)) return large_alloc(size, zero, 0);
   if (small_heap_takes(size)) {
     void *p = sh_malloc(size, zero);
     if (HPL_LIKELY(p != NULL)) return p;
     count_small_fallback();
   }
-  return zero ? __libc_calloc(1, size) : __libc_malloc(size);
+  return hpl_next_alloc(size, zero, 0);
 }
 
 void *hpl_malloc_slow(size_t size) { return route(size, false); }
@@ -278,8 +306,12 @@ void *hpl_calloc(size_t count, size_t size) { return route(count * size, true); 
  * chunk's first page is its map). */
 typedef enum { FROM_GLIBC, FROM_HUGEPOOL, FROM_SMALL_HEAP } origin;
 
+/* Ready or not: before, and when passive, nothing is hugepool's. */
+static bool serving(void) { return atomic_load_explicit(&state, memory_order_acquire) == ST_READY; }
+bool hpl_serving(void) { return serving(); }
+
 static origin origin_of(const void *ptr) {
-  if (HPL_UNLIKELY(!hp_libc_complete())) return FROM_GLIBC;
+  if (HPL_UNLIKELY(!serving())) return FROM_GLIBC; /* glibc's or the heap's behind us */
   if (((uintptr_t)ptr & (HPL_2M - 1)) == 0) {
     return hugepool_owns(ptr) ? FROM_HUGEPOOL : FROM_GLIBC;
   }
@@ -287,26 +319,17 @@ static origin origin_of(const void *ptr) {
   return FROM_GLIBC;
 }
 
-/* glibc's usable size, read from its chunk header (malloc_usable_size is
- * ours now, and glibc exports no other name for it): the size word before
- * the pointer, bit 1 = mmapped chunk (two header words) else one. */
-static size_t glibc_usable_size(const void *ptr) {
-  size_t word = ((const size_t *)ptr)[-1];
-  size_t chunk = word & ~(size_t)7;
-  return (word & 2) ? chunk - 2 * sizeof(size_t) : chunk - sizeof(size_t);
-}
-
 void hpl_free_slow(void *ptr) {
   if (!ptr) return;
   /* hugepool's, freed in the same lookup (keeps errno), or glibc's; passive: origin_of() says glibc's */
-  if (((uintptr_t)ptr & (HPL_2M - 1)) == 0 && HPL_LIKELY(hp_libc_complete())) {
-    if (!hp_free_if_live(ptr)) __libc_free(ptr);
+  if (((uintptr_t)ptr & (HPL_2M - 1)) == 0 && HPL_LIKELY(serving())) {
+    if (!hp_free_if_live(ptr)) hpl_other_free(ptr);
     return;
   }
   if (origin_of(ptr) == FROM_SMALL_HEAP)
     sh_free(ptr);
   else
-    __libc_free(ptr);
+    hpl_other_free(ptr);
 }
 
 size_t hpl_usable_size(void *ptr) {
@@ -316,7 +339,7 @@ size_t hpl_usable_size(void *ptr) {
     case FROM_SMALL_HEAP: return sh_usable_size(ptr);
     case FROM_GLIBC: break;
   }
-  return glibc_usable_size(ptr);
+  return hpl_other_usable_size(ptr);
 }
 
 /* A hugepool buffer that stays at or above the threshold: the core moves
@@ -328,7 +351,7 @@ static void *realloc_huge(void *ptr, size_t size) {
   if (HPL_LIKELY(p != NULL) || errno != ENOMEM) return p;
   if (refused_strict()) return NULL; /* the old block stays valid */
   size_t old = hugepool_usable_size(ptr);
-  void *fresh = __libc_malloc(size);
+  void *fresh = hpl_next.malloc(size);
   if (!fresh) return NULL;
   count_fallback(size);
   memcpy(fresh, ptr, old < size ? old : size);
@@ -342,12 +365,12 @@ static void *realloc_huge(void *ptr, size_t size) {
  * realloc grows large blocks with mremap: no copy there either. */
 static void *realloc_glibc_to_huge(void *ptr, size_t size) {
   int saved = errno;
-  if (hpl_beyond_share(size, false)) return __libc_realloc(ptr, size); /* not counted: each step would */
+  if (hpl_beyond_share(size, false)) return hpl_other_realloc(ptr, size); /* not counted: each step would */
   void *fresh = hugepool_alloc(size);
   if (fresh) {
-    size_t old = glibc_usable_size(ptr);
+    size_t old = hpl_other_usable_size(ptr);
     memcpy(fresh, ptr, old < size ? old : size);
-    __libc_free(ptr);
+    hpl_other_free(ptr);
     count_huge();
     errno = saved;
     return fresh;
@@ -355,7 +378,7 @@ static void *realloc_glibc_to_huge(void *ptr, size_t size) {
   if (refused_strict()) return NULL;
   count_fallback(size);
   errno = saved;
-  return __libc_realloc(ptr, size);
+  return hpl_other_realloc(ptr, size);
 }
 
 void *hpl_realloc(void *ptr, size_t size) {
@@ -373,7 +396,7 @@ void *hpl_realloc(void *ptr, size_t size) {
   size_t old;
   switch (from) {
     case FROM_GLIBC:
-      if (!want_huge) return __libc_realloc(ptr, size); /* glibc keeps its own (or small-heap mode: fine) */
+      if (!want_huge) return hpl_other_realloc(ptr, size); /* its heap keeps its own */
       return realloc_glibc_to_huge(ptr, size);
     case FROM_HUGEPOOL:
       if (want_huge) return realloc_huge(ptr, size);
@@ -398,7 +421,7 @@ void *hpl_realloc(void *ptr, size_t size) {
 }
 
 void *hpl_memalign(size_t alignment, size_t size) {
-  if (!ready()) return __libc_memalign(alignment, size);
+  if (!ready()) return unready_alloc(size, false, alignment);
   if (size >= atomic_load_explicit(&hpl_threshold, memory_order_relaxed) && alignment <= HPL_2M) {
     return large_alloc(size, false, alignment); /* every hugepool buffer is 2 MB aligned */
   }
@@ -408,16 +431,20 @@ void *hpl_memalign(size_t alignment, size_t size) {
     if (HPL_LIKELY(p != NULL)) return p;
     count_small_fallback();
   }
-  return __libc_memalign(alignment, size); /* free() tells the sources apart */
+  return hpl_next.memalign(alignment, size); /* free() tells the sources apart */
 }
 
 /* The MPI entry points' option reader (lib/option-reader.h): the values
  * read at load, with the option table's rules. */
+bool hpl_passive(void) {
+  (void)ready();
+  return atomic_load_explicit(&state, memory_order_acquire) == ST_PASSIVE;
+}
+
 int hugepool_preload_option(const char *name, long long *value) {
-  if (!hp_libc_complete()) return -1; /* passive: no option was read */
+  if (hpl_passive()) return -1; /* no option was read: the MPI entry points stay out too */
   hp_option_id id = name ? option_find(name, strlen(name)) : HP_OPT_COUNT;
   if (id == HP_OPT_COUNT || !value) return -1;
-  (void)ready(); /* the options are read (at the latest now) */
-  *value = option_get(id);
+  *value = option_get(id); /* read at init, which hpl_passive() made sure of */
   return 0;
 }

@@ -24,10 +24,20 @@
 #define HPL_2M ((uintptr_t)2 << 20)
 
 /* Where hp_libc_complete() says no (lib/libc-floor.h: a glibc older than
- * 2.34) the preload is passive: every entry point hands its call to glibc,
- * and the core is never started.  With HUGEPOOL_VERBOSE set, one line says
- * so (passive.c). */
-HPL_HIDDEN void hpl_say_passive(void);
+ * 2.34), or a sanitizer's malloc serves the process, or an allocator the
+ * program links does (HUGEPOOL_OTHER_HEAP, other-heap.c), the preload is passive: every entry point hands its call
+ * to the heap behind it, and the core is never started.  With
+ * HUGEPOOL_VERBOSE set, one line says why (passive.c). */
+typedef enum { HPL_PASSIVE_OLD_GLIBC, HPL_PASSIVE_SANITIZER, HPL_PASSIVE_OTHER_HEAP } hpl_passive_why;
+HPL_HIDDEN void hpl_say_passive(hpl_passive_why why, const char *who);
+/* Passive (after initialising, if that had not happened yet)? */
+HPL_HIDDEN bool hpl_passive(void);
+/* Ready and not passive: hugepool may have handed out memory. */
+HPL_HIDDEN bool hpl_serving(void);
+/* Another allocator's heap comes after ours (`who`, other-heap.c): with
+ * HUGEPOOL_VERBOSE, a line says that requests below `threshold` go to it,
+ * or that the small heap stays off if it was asked for. */
+HPL_HIDDEN void hpl_say_other_heap(const char *who, size_t threshold, bool small_heap_asked);
 
 /* glibc's own entry points: exported by libc.so.6, so reaching them needs no
  * dlsym (which may call calloc and recurse into us at start-up). */
@@ -37,11 +47,51 @@ extern void *__libc_calloc(size_t count, size_t size);
 extern void *__libc_realloc(void *ptr, size_t size);
 extern void *__libc_memalign(size_t alignment, size_t size);
 
+/* ---- other-heap.c: the heap behind the interposer ------------------------ */
+/* Whose malloc comes after ours (hpl_find_heap, once, from the
+ * initialisation): glibc's; another allocator's (what hugepool does not
+ * serve goes there); a sanitizer's (everything goes there: passive). */
+typedef enum { HPL_HEAP_GLIBC, HPL_HEAP_OTHER, HPL_HEAP_SANITIZER } hpl_heap_kind;
+typedef struct hpl_heap {
+  void *(*malloc)(size_t size);
+  void (*free)(void *ptr);
+  void *(*calloc)(size_t count, size_t size);
+  void *(*realloc)(void *ptr, size_t size);
+  void *(*memalign)(size_t alignment, size_t size);
+  size_t (*usable_size)(void *ptr); /* NULL: glibc's (preload.c reads its chunk header) */
+} hpl_heap;
+/* glibc's __libc_* until hpl_find_heap() finds another heap after ours. */
+extern HPL_HIDDEN hpl_heap hpl_next;
+/* Set (once) when hpl_next is not glibc's: a block glibc gave before then
+ * (hpl_early_note) must go back to glibc (hpl_early_take). */
+extern HPL_HIDDEN atomic_bool hpl_other_heap;
+/* `who`: the object whose malloc it is, for the verbose line. */
+HPL_HIDDEN hpl_heap_kind hpl_find_heap(char *who, size_t len);
+/* HPL_HEAP_OTHER: does hugepool serve the large requests beside that heap
+ * (HUGEPOOL_OTHER_HEAP; the options are read), or stay out? */
+HPL_HIDDEN bool hpl_share_other_heap(const char *who);
+/* A block from glibc while the heap behind us is not known yet (the preload
+ * starting), noted so that it goes back to glibc; `alignment` > 16: a
+ * memalign. */
+HPL_HIDDEN void *hpl_early_alloc(size_t size, bool zero, size_t alignment);
+/* A block from the heap behind us (glibc's until hpl_find_heap said). */
+HPL_HIDDEN void *hpl_next_alloc(size_t size, bool zero, size_t alignment);
+/* A block that is not hugepool's nor the small heap's, to whichever heap
+ * gave it: freed, its usable size, resized within that heap. */
+HPL_HIDDEN void hpl_other_free(void *ptr);
+HPL_HIDDEN size_t hpl_other_usable_size(void *ptr);
+HPL_HIDDEN void *hpl_other_realloc(void *ptr, size_t size);
+
 /* ---- preload.c ---------------------------------------------------------- */
 /* Requests of at least this many bytes go to hugepool (after init). */
 extern HPL_HIDDEN _Atomic size_t hpl_threshold;
 /* Non-zero when small requests go to the small heap. */
 extern HPL_HIDDEN atomic_bool hpl_small_heap_on;
+/* Requests below the threshold, and frees of blocks not on a 2 MB boundary,
+ * go straight to glibc: set at initialisation where glibc's heap comes
+ * after ours and the small heap is off; until then every call takes the
+ * slow path, which starts the preload. */
+extern HPL_HIDDEN atomic_bool hpl_glibc_direct;
 
 HPL_HIDDEN void *hpl_malloc_slow(size_t size);
 HPL_HIDDEN void *hpl_calloc(size_t count, size_t size);

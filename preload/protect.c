@@ -62,7 +62,7 @@ static bool page_aligned(const void *addr) { return ((uintptr_t)addr & 4095) == 
  * true if the call is worth making again. */
 static bool split_for_retry(void *addr, size_t len) {
   if (!page_aligned(addr) || len == 0) return false; /* glibc's answer too */
-  if (!hp_libc_complete()) return false;                  /* passive: no hugepool memory here */
+  if (!hpl_serving()) return false; /* passive or not started: no hugepool memory here */
   int saved = errno;
   int rc = split_ends(addr, len);
   if (rc == 0) errno = saved; /* not hugepool's memory: the kernel's answer stands */
@@ -112,14 +112,14 @@ HPL_EXPORT int madvise(void *addr, size_t len, int advice) {
   /* From a 2 MB boundary to an end that is not one, the kernel zeroes whole
    * huge pages only and still answers 0: split the last page first. */
   if (zeroes(advice) && len && page_aligned(addr) && (a & (HPL_2M - 1)) == 0 && (end & (HPL_2M - 1)) != 0 &&
-      hp_libc_complete() && split_touches(addr, len)) {
+      hpl_serving() && split_touches(addr, len)) {
     if (split_ends(addr, len) < 0) return -1;
   }
   int rc = do_madvise(addr, len, advice);
   if (HPL_LIKELY(rc == 0) || errno != EINVAL || !page_aligned(addr) || len == 0) return rc;
   if (hint(advice)) {
     int saved = errno;
-    if (hp_libc_complete() && split_touches(addr, len)) return 0;
+    if (hpl_serving() && split_touches(addr, len)) return 0;
     errno = saved; /* not hugepool's memory: the kernel's answer stands */
     return rc;
   }

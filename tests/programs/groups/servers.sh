@@ -7,6 +7,7 @@
 # Each redis-cli -x reads 1 MiB: a large request, so with a short pool every
 # one of them warns once, as the server does.
 POOL=500
+OWN_HEAP=redis
 
 prepare() {
   cat >redis.sh <<'SH'
@@ -95,7 +96,10 @@ SH
 }
 
 programs() {
-  prog redis procs 220 sh "$IN/redis.sh"
+  # redis-server and redis-cli link jemalloc: hugepool stays out of such a
+  # program unless asked (HUGEPOOL_OTHER_HEAP=share; tests/preload/other-heaps
+  # checks the default), and the small heap stays off in it (OWN_HEAP).
+  prog redis procs 220 env HUGEPOOL_OTHER_HEAP=share sh "$IN/redis.sh"
   prog postgres some 32 bash "$IN/postgres.sh"
 }
 

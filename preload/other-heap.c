@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The heap behind the interposer: whose malloc a request below the
+ * threshold goes to, found once at initialisation.
+ *
+ * A site's module preloads hugepool into every program, and some programs
+ * bring a heap of their own, which comes after the interposer in the
+ * loader's order:
+ *   - an allocator they link (Debian's redis-server needs libjemalloc.so.2;
+ *     mimalloc, tcmalloc) or one the user put later in LD_PRELOAD.  Such a
+ *     program may hand a block of that allocator's own API (mallocx,
+ *     mi_malloc) to free(), and one of malloc() to its sized frees: a
+ *     request below the threshold must go to that allocator, not to glibc
+ *     (glibc's free of a jemalloc block aborts the program).  Large
+ *     requests stay hugepool's;
+ *   - a sanitizer's runtime (gcc's libasan, libtsan, liblsan; clang's with
+ *     -shared-libsan), or valgrind's (memcheck replaces glibc's malloc, not
+ *     ours), which must see every allocation to check it: the
+ *     interposer then stays out of the way altogether (passive), every call
+ *     to the sanitizer's malloc.  AddressSanitizer also refuses to start
+ *     when its runtime is not the first library: __asan_default_options()
+ *     below turns that check off, which is safe because everything goes to
+ *     its allocator;
+ *     clang's default static runtimes are in the program itself, whose
+ *     malloc is bound before ours: passive there too (the interposer's
+ *     mprotect, madvise and dlopen are still reached);
+ * Until this is known, requests go to glibc, and each block glibc gave is
+ * noted here, so that its free goes back to glibc whichever heap comes
+ * after: the interposer's own start-up (dlsym, pthread_atfork) allocates a
+ * few. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <errno.h>
+#include <gnu/libc-version.h>
+#include <stdint.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hooks.h"
+#include "preload.h"
+
+hpl_heap hpl_next = {
+    .malloc = __libc_malloc,
+    .free = __libc_free,
+    .calloc = __libc_calloc,
+    .realloc = __libc_realloc,
+    .memalign = __libc_memalign,
+    .usable_size = NULL, /* glibc's: read from its chunk header (preload.c) */
+};
+atomic_bool hpl_other_heap;
+
+/* ---- blocks glibc gave before the heap was known ------------------------ */
+#define EARLY_SLOTS 256
+static void *_Atomic early[EARLY_SLOTS]; /* NULL: free */
+static size_t early_size[EARLY_SLOTS];   /* what was asked: its usable size, whoever's __libc_malloc it was */
+static atomic_size_t early_used;         /* the slots ever used: [0, early_used) */
+static atomic_bool early_overflowed;     /* a block was not noted: the glibc heap stays */
+/* The span they lie in (glibc's main heap): a free outside it looks no
+ * further, whatever the blocks' lifetimes (dlerror's buffer lives on). */
+static _Atomic uintptr_t early_low = UINTPTR_MAX, early_high;
+
+static void *early_note(void *ptr, size_t size) {
+  if (!ptr) return NULL;
+  uintptr_t a = (uintptr_t)ptr, low = atomic_load(&early_low), high = atomic_load(&early_high);
+  while (a < low && !atomic_compare_exchange_weak(&early_low, &low, a)) {
+  }
+  while (a >= high && !atomic_compare_exchange_weak(&early_high, &high, a + 1)) {
+  }
+  for (size_t i = 0; i < EARLY_SLOTS; i++) { /* a sanitizer's start frees and takes many: slots are reused */
+    void *empty = NULL;
+    if (atomic_load_explicit(&early[i], memory_order_relaxed) == NULL &&
+        atomic_compare_exchange_strong(&early[i], &empty, ptr)) {
+      early_size[i] = size; /* read only by the thread that frees or resizes the block */
+      size_t used = atomic_load(&early_used);
+      while (used < i + 1 && !atomic_compare_exchange_weak(&early_used, &used, i + 1)) {
+      }
+      return ptr;
+    }
+  }
+  atomic_store(&early_overflowed, true);
+  return ptr;
+}
+
+/* Is `ptr` a block glibc gave before the heap was known?  Its size (0: no);
+ * `take`: forget it. */
+static size_t early_find(void *ptr, bool take) {
+  uintptr_t a = (uintptr_t)ptr;
+  if (HPL_LIKELY(a < atomic_load_explicit(&early_low, memory_order_relaxed) ||
+                 a >= atomic_load_explicit(&early_high, memory_order_relaxed)))
+    return 0;
+  size_t n = atomic_load_explicit(&early_used, memory_order_acquire);
+  for (size_t i = 0; i < n && i < EARLY_SLOTS; i++) {
+    if (atomic_load_explicit(&early[i], memory_order_acquire) != ptr) continue;
+    size_t size = early_size[i] ? early_size[i] : 1;
+    void *expected = ptr;
+    return !take || atomic_compare_exchange_strong(&early[i], &expected, NULL) ? size : 0;
+  }
+  return 0;
+}
+
+void *hpl_early_alloc(size_t size, bool zero, size_t alignment) {
+  if (alignment > 16) return early_note(__libc_memalign(alignment, size), size);
+  return early_note(zero ? __libc_calloc(1, size) : __libc_malloc(size), size);
+}
+
+void *hpl_next_alloc(size_t size, bool zero, size_t alignment) {
+  if (alignment > 16) return hpl_next.memalign(alignment, size);
+  return zero ? hpl_next.calloc(1, size) : hpl_next.malloc(size);
+}
+
+/* ---- a block that is not hugepool's: glibc's or the heap's behind us ---- */
+/* glibc's usable size, read from its chunk header (malloc_usable_size is
+ * ours, and glibc exports no other name for it): the size word before the
+ * pointer, bit 1 = mmapped chunk (two header words) else one. */
+static size_t glibc_usable_size(const void *ptr) {
+  size_t word = ((const size_t *)ptr)[-1];
+  size_t chunk = word & ~(size_t)7;
+  return (word & 2) ? chunk - 2 * sizeof(size_t) : chunk - sizeof(size_t);
+}
+
+static bool other_heap(void) { return HPL_UNLIKELY(atomic_load_explicit(&hpl_other_heap, memory_order_relaxed)); }
+
+void hpl_other_free(void *ptr) {
+  if (other_heap() && !early_find(ptr, true))
+    hpl_next.free(ptr);
+  else
+    __libc_free(ptr);
+}
+
+size_t hpl_other_usable_size(void *ptr) {
+  if (!other_heap()) return glibc_usable_size(ptr);
+  size_t early_bytes = early_find(ptr, false);
+  if (early_bytes) return early_bytes;
+  return hpl_next.usable_size ? hpl_next.usable_size(ptr) : 0;
+}
+
+void *hpl_other_realloc(void *ptr, size_t size) {
+  if (!other_heap()) return __libc_realloc(ptr, size);
+  size_t old = early_find(ptr, false);
+  if (!old) return hpl_next.realloc(ptr, size);
+  void *fresh = hpl_next.malloc(size); /* off the early heap, into the program's */
+  if (!fresh) return NULL;
+  memcpy(fresh, ptr, old < size ? old : size);
+  if (early_find(ptr, true)) __libc_free(ptr);
+  return fresh;
+}
+
+/* ---- whose heap --------------------------------------------------------- */
+/* hpl_next's field from the same name after ours; kept if there is none. */
+#define NEXT_INTO(field, name)                                                   \
+  do {                                                                           \
+    void *found_ = hp_dlsym(RTLD_NEXT, (name));                                  \
+    if (found_) memcpy(&hpl_next.field, &found_, sizeof(found_)); /* ISO C */ \
+  } while (0)
+
+static void object_of(void *fn, char *out, size_t len) {
+  Dl_info info;
+  const char *name = dladdr(fn, &info) && info.dli_fname && info.dli_fname[0] ? info.dli_fname : "the program";
+  (void)snprintf(out, len, "%s", name);
+}
+
+/* valgrind's tools (memcheck, helgrind, massif) replace glibc's malloc
+ * through the objects they preload before ours (vgpreload_*.so). */
+static int note_valgrind(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  if (!info->dlpi_name || !strstr(info->dlpi_name, "/vgpreload_core")) return 0;
+  *(const char **)data = info->dlpi_name;
+  return 1;
+}
+
+static void *base_of(void *p) {
+  Dl_info info;
+  return p && dladdr(p, &info) ? info.dli_fbase : NULL;
+}
+
+/* Every lookup below finds its name in a process of glibc's heap alone: a
+ * failed one would allocate dlerror's message and start glibc's malloc in a
+ * program that never calls it (/bin/true: 3 system calls, 3 page faults). */
+hpl_heap_kind hpl_find_heap(char *who, size_t len) {
+  void *next = hp_dlsym(RTLD_NEXT, "malloc");
+  void *first = hp_dlsym(RTLD_DEFAULT, "malloc");
+  /* Is the next malloc libc.so.6's own?  An allocator may define glibc's
+   * __libc_malloc too (mimalloc does), which is then what that name binds:
+   * the object that defines it says, as the one of a name only glibc has. */
+  bool next_libc = next && base_of(next) == base_of((void *)(uintptr_t)gnu_get_libc_version);
+  bool ours_first = base_of(first) == base_of((void *)(uintptr_t)hpl_find_heap);
+  /* Every sanitizer that keeps its own allocator exports this (ASan, TSan,
+   * LSan, MSan, HWASan, MemProf): from a library after ours, whose malloc is
+   * then next, or from the program (clang's static runtimes), whose malloc
+   * the program binds before ours.  UBSan, which keeps none, does not. */
+  void *sanitizer = NULL;
+  if (!next_libc || !ours_first) sanitizer = hp_dlsym(RTLD_DEFAULT, "__sanitizer_get_ownership");
+  const char *valgrind = NULL;
+  if (!sanitizer && dl_iterate_phdr(note_valgrind, &valgrind)) sanitizer = (void *)(uintptr_t)valgrind;
+  if (valgrind)
+    (void)snprintf(who, len, "%s", valgrind);
+  else if (sanitizer)
+    object_of(sanitizer, who, len);
+  __typeof__(hpl_next.malloc) next_malloc = NULL;
+  memcpy(&next_malloc, &next, sizeof(next)); /* ISO C: an object pointer to a function pointer by its bytes */
+  if (!next || next_libc) return sanitizer ? HPL_HEAP_SANITIZER : HPL_HEAP_GLIBC;
+  if (!sanitizer) object_of(next, who, len);
+  if (!sanitizer && atomic_load(&early_overflowed)) return HPL_HEAP_GLIBC; /* its blocks could not be told apart */
+  hpl_next.malloc = next_malloc;
+  NEXT_INTO(free, "free");
+  NEXT_INTO(calloc, "calloc");
+  NEXT_INTO(realloc, "realloc");
+  NEXT_INTO(memalign, "memalign");
+  NEXT_INTO(usable_size, "malloc_usable_size");
+  atomic_store_explicit(&hpl_other_heap, true, memory_order_release);
+  return sanitizer ? HPL_HEAP_SANITIZER : HPL_HEAP_OTHER;
+}
+
+/* Is the object `who` in LD_PRELOAD (its path or its file name there)?
+ * Then the program itself does not link it, and every call it makes to it
+ * is one of the malloc family (HUGEPOOL_OTHER_HEAP=auto shares). */
+static bool in_ld_preload(const char *who) {
+  const char *list = getenv("LD_PRELOAD");
+  const char *base = strrchr(who, '/');
+  base = base ? base + 1 : who;
+  size_t base_len = strlen(base);
+  for (const char *c = list; c && *c;) {
+    size_t len = strcspn(c, " :");
+    const char *name = c;
+    for (const char *k = c; k < c + len; k++)
+      if (*k == '/') name = k + 1;
+    size_t name_len = len - (size_t)(name - c);
+    if (len && name_len == base_len && memcmp(name, base, base_len) == 0) return true;
+    c += len;
+    c += strspn(c, " :");
+  }
+  return false;
+}
+
+bool hpl_share_other_heap(const char *who) {
+  long long mode = option_get(HP_OPT_OTHER_HEAP);
+  if (mode == HP_OTHER_HEAP_AUTO) return in_ld_preload(who);
+  return mode == HP_OTHER_HEAP_SHARE;
+}
+
+/* ---- AddressSanitizer's start ------------------------------------------- */
+/* gcc links libasan.so, and its start refuses a process whose first library
+ * is not libasan ("ASan runtime does not come first in initial library
+ * list"), which the module's LD_PRELOAD always is.  Its options begin with
+ * this function's answer (the program's own definition, if any, comes
+ * first in the lookup and wins; ASAN_OPTIONS is read after it, so a user's
+ * setting still holds).  The check is there for interposers that keep
+ * blocks from ASan; this one hands every call to it (HPL_HEAP_SANITIZER). */
+__attribute__((visibility("default"))) const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "verify_asan_link_order=0"; }
