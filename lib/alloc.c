@@ -164,8 +164,12 @@ static void *take_cached(size_t requested, size_t size, int node, hugepool_kind 
 }
 
 static _Atomic size_t prefault_bytes;
+static atomic_bool prefault_by_nodes; /* the default: 0 on a node with several first-touch nodes */
 
-void alloc_set_prefault(size_t bytes) { atomic_store_explicit(&prefault_bytes, bytes, memory_order_relaxed); }
+void alloc_set_prefault(size_t bytes, bool by_nodes) {
+  atomic_store_explicit(&prefault_bytes, bytes, memory_order_relaxed);
+  atomic_store_explicit(&prefault_by_nodes, by_nodes, memory_order_relaxed);
+}
 
 /* HUGEPOOL_PREFAULT: the kernel clears a hugetlb page at its first touch,
  * 2 MB at once (bench/RESULTS.md section 26), inside whatever the program
@@ -177,11 +181,15 @@ void alloc_set_prefault(size_t bytes) { atomic_store_explicit(&prefault_bytes, b
  * their first touch (errno kept; a kernel without MADV_POPULATE_WRITE,
  * before 5.14, says EINVAL once and is not asked again). */
 static void prefault(void *p, size_t size, size_t page) {
+  if (atomic_load_explicit(&prefault_by_nodes, memory_order_relaxed)) {
+    if (os_node_count() > 1) atomic_store_explicit(&prefault_bytes, 0, memory_order_relaxed);
+    atomic_store_explicit(&prefault_by_nodes, false, memory_order_relaxed);
+  }
   size_t want = atomic_load_explicit(&prefault_bytes, memory_order_relaxed);
   size_t bytes = want >= size ? size : want / page * page;
   if (!bytes) return;
   int saved = errno;
-  if (os_populate(p, bytes) != 0 && errno == EINVAL) alloc_set_prefault(0);
+  if (os_populate(p, bytes) != 0 && errno == EINVAL) alloc_set_prefault(0, false);
   errno = saved;
 }
 

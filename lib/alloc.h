@@ -39,7 +39,9 @@ HP_INTERNAL void *hp_allocate(size_t bytes, int node, bool *fresh);
 /* HUGEPOOL_PREFAULT as this process applies it (init.c): how many bytes at
  * the start of each newly mapped hugetlb block are faulted in when it is
  * mapped. */
-HP_INTERNAL void alloc_set_prefault(size_t bytes);
+/* `by_nodes`: the option's default, which is 0 where a first touch may
+ * choose between NUMA nodes (decided at the first mapping). */
+HP_INTERNAL void alloc_set_prefault(size_t bytes, bool by_nodes);
 /* HUGEPOOL_CACHE_DECAY as this process applies it (init.c): cached blocks
  * unused for longer than ms go back at the next slow path; 0: never. */
 HP_INTERNAL void alloc_set_decay(long long ms);

@@ -38,12 +38,10 @@ static void thread_exit(hp_tcache *tc) {
 static void init_once(void) {
   os_keep_stderr(); /* before anything can warn */
   os_set_reporter(warn_from_os);
-  os_nodes_init();
-  /* Where a page lands is decided at its fault: where a first touch may
-   * choose between nodes, HUGEPOOL_PREFAULT's default leaves that to the
-   * thread that first writes the page (OpenMP codes initialise in parallel
-   * for that reason). */
-  if (os_node_count() > 1) options_set_default(HP_OPT_PREFAULT, 0);
+  /* A bad HUGEPOOL_PREFAULT's warning names the default that applies, which
+   * depends on the nodes (below): read them now only then. */
+  bool prefault_named = option_in_environment(HP_OPT_PREFAULT);
+  if (prefault_named && os_node_count() > 1) options_set_default(HP_OPT_PREFAULT, 0);
   options_init();
   launcher_init();
   share_init();
@@ -52,13 +50,17 @@ static void init_once(void) {
   /* fallback (the preload's): the core refuses, the preload serves from glibc */
   hp_set_policy(policy == HP_POLICY_FALLBACK ? HUGEPOOL_POLICY_STRICT : (hugepool_policy)policy);
   size_t page = (size_t)option_get(HP_OPT_PAGE_SIZE);
-  if (!os_page_size_supported(page)) {
+  if (page != HP_2M && !os_page_size_supported(page)) { /* 2M: a kernel without it refuses each mapping, said then */
     hp_warn("HUGEPOOL_PAGE_SIZE=%zuM: this kernel has no such huge page size; using 2M", page >> 20);
     page = HP_2M;
   }
   hp_set_page_size(page);
   cache_configure((size_t)option_get(HP_OPT_CACHE_SLOTS), (size_t)option_get(HP_OPT_CACHE_BYTES));
-  alloc_set_prefault((size_t)option_get(HP_OPT_PREFAULT));
+  /* Where a page lands is decided at its fault: where a first touch may
+   * choose between nodes, HUGEPOOL_PREFAULT's default leaves that to the
+   * thread that first writes the page (OpenMP codes initialise in parallel
+   * for that reason); the nodes are counted at the first mapping. */
+  alloc_set_prefault((size_t)option_get(HP_OPT_PREFAULT), !prefault_named);
   alloc_set_decay(option_get(HP_OPT_CACHE_DECAY));
   atfork_install();
   atomic_store_explicit(&hp_ready, true, memory_order_release);

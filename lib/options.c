@@ -136,4 +136,14 @@ void options_init(void) {
 
 long long option_get(hp_option_id id) { return options[id].value; }
 
+bool option_in_environment(hp_option_id id) {
+  if (getauxval(AT_SECURE)) return false;
+  const char *name = option_desc(id)->name;
+  size_t len = strlen(name);
+  for (char **e = environ; e && *e; e++) {
+    if (strncmp(*e, name, len) == 0 && (*e)[len] == '=') return true;
+  }
+  return false;
+}
+
 const char *option_get_string(hp_option_id id) { return options[id].source == HP_OPTION_SET ? options[id].text : NULL; }

@@ -113,6 +113,9 @@ HP_INTERNAL void options_set_default(hp_option_id id, long long value);
  * setuid/setgid program (AT_SECURE) it reads none of it. */
 HP_INTERNAL void options_init(void);
 HP_INTERNAL long long option_get(hp_option_id id);
+/* Does the environment name the option at all (before or after
+ * options_init(); a setuid program's is ignored, and so said)? */
+HP_INTERNAL bool option_in_environment(hp_option_id id);
 /* The text of an HP_TYPE_TEXT option that was set, else NULL. */
 HP_INTERNAL const char *option_get_string(hp_option_id id);
 

@@ -4,6 +4,7 @@
  * Same contract as os.c (os.h). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,7 +106,10 @@ static bool read_nodes(const char *path, const char *key, node_mask mask) {
   return parse_nodes(p, mask);
 }
 
-void os_nodes_init(void) {
+/* Read at the first question, not at start: a process that never asks
+ * (one that makes no hugepool allocation: most under a site's module) reads
+ * none of the three files. */
+static void nodes_init(void) {
   (void)read_nodes("/sys/devices/system/node/has_memory", NULL, nodes_with_memory);
   /* First touch chooses between the nodes that have both CPUs and memory
    * (a memory-only node, CXL or HBM, gets pages only by policy) and that
@@ -121,10 +125,16 @@ void os_nodes_init(void) {
   first_touch_nodes = n;
 }
 
-int os_node_count(void) { return first_touch_nodes; }
+static pthread_once_t nodes_once = PTHREAD_ONCE_INIT;
+
+int os_node_count(void) {
+  pthread_once(&nodes_once, nodes_init);
+  return first_touch_nodes;
+}
 
 bool os_node_has_memory(int node) {
   if (node < 0 || node >= HP_MAX_NODES) return false;
+  pthread_once(&nodes_once, nodes_init);
   return (nodes_with_memory[(unsigned)node / (8 * sizeof(unsigned long))] >>
           ((unsigned)node % (8 * sizeof(unsigned long)))) &
          1UL;

@@ -100,11 +100,10 @@ HP_INTERNAL void *os_map_meta(size_t size);
 HP_INTERNAL void *os_map_sparse(size_t size);
 HP_INTERNAL void os_unmap_meta(void *addr, size_t size);
 HP_INTERNAL bool os_page_size_supported(size_t page_size);
-HP_INTERNAL void os_nodes_init(void);
 HP_INTERNAL bool os_node_has_memory(int node);
 /* How many NUMA nodes a first touch by this process may place a page on:
- * nodes with CPUs and memory that it may use (os_nodes_init's count; 0 if
- * unread). */
+ * nodes with CPUs and memory that it may use (0 if unreadable); the node
+ * files are read at the first question. */
 HP_INTERNAL int os_node_count(void);
 /* Free huge pages not promised to any mapping; node < 0: whole pool.
  * (The whole pool's count is the free count alone when the reserved count
