@@ -54,16 +54,18 @@ atomic_bool hpl_other_heap;
 
 /* ---- blocks glibc gave before the heap was known ------------------------ */
 #define EARLY_SLOTS 256
-static void *_Atomic early[EARLY_SLOTS]; /* NULL: free */
-static size_t early_size[EARLY_SLOTS];   /* what was asked: its usable size, whoever's __libc_malloc it was */
+static void *_Atomic early[EARLY_SLOTS]; /* the block; NULL: a free slot */
+static size_t early_size[EARLY_SLOTS];   /* what was asked: its usable size */
+static void *early_base[EARLY_SLOTS];    /* what __libc_free takes (over-aligned below) */
 static atomic_size_t early_used;         /* the slots ever used: [0, early_used) */
 static atomic_bool early_overflowed;     /* a block was not noted: the glibc heap stays */
+static atomic_bool early_closed;         /* glibc's heap is the one: nothing more noted */
 /* The span they lie in (glibc's main heap): a free outside it looks no
  * further, whatever the blocks' lifetimes (dlerror's buffer lives on). */
 static _Atomic uintptr_t early_low = UINTPTR_MAX, early_high;
 
-static void *early_note(void *ptr, size_t size) {
-  if (!ptr) return NULL;
+/* Notes `ptr` (from `base`); false when every slot is taken. */
+static bool early_note(void *ptr, size_t size, void *base) {
   uintptr_t a = (uintptr_t)ptr, low = atomic_load(&early_low), high = atomic_load(&early_high);
   while (a < low && !atomic_compare_exchange_weak(&early_low, &low, a)) {
   }
@@ -71,22 +73,22 @@ static void *early_note(void *ptr, size_t size) {
   }
   for (size_t i = 0; i < EARLY_SLOTS; i++) { /* a sanitizer's start frees and takes many: slots are reused */
     void *empty = NULL;
-    if (atomic_load_explicit(&early[i], memory_order_relaxed) == NULL &&
-        atomic_compare_exchange_strong(&early[i], &empty, ptr)) {
-      early_size[i] = size; /* read only by the thread that frees or resizes the block */
-      size_t used = atomic_load(&early_used);
-      while (used < i + 1 && !atomic_compare_exchange_weak(&early_used, &used, i + 1)) {
-      }
-      return ptr;
+    if (atomic_load_explicit(&early[i], memory_order_relaxed) != NULL) continue;
+    early_size[i] = size; /* written before the slot is published, read after its acquire */
+    early_base[i] = base;
+    if (!atomic_compare_exchange_strong(&early[i], &empty, ptr)) continue;
+    size_t used = atomic_load(&early_used);
+    while (used < i + 1 && !atomic_compare_exchange_weak(&early_used, &used, i + 1)) {
     }
+    return true;
   }
   atomic_store(&early_overflowed, true);
-  return ptr;
+  return false;
 }
 
-/* Is `ptr` a block glibc gave before the heap was known?  Its size (0: no);
- * `take`: forget it. */
-static size_t early_find(void *ptr, bool take) {
+/* Is `ptr` a block glibc gave before the heap was known?  Its size (0: no)
+ * and, in *base, what __libc_free takes; `take`: forget it. */
+static size_t early_find(void *ptr, bool take, void **base) {
   uintptr_t a = (uintptr_t)ptr;
   if (HPL_LIKELY(a < atomic_load_explicit(&early_low, memory_order_relaxed) ||
                  a >= atomic_load_explicit(&early_high, memory_order_relaxed)))
@@ -95,16 +97,77 @@ static size_t early_find(void *ptr, bool take) {
   for (size_t i = 0; i < n && i < EARLY_SLOTS; i++) {
     if (atomic_load_explicit(&early[i], memory_order_acquire) != ptr) continue;
     size_t size = early_size[i] ? early_size[i] : 1;
+    if (base) *base = early_base[i];
     void *expected = ptr;
     return !take || atomic_compare_exchange_strong(&early[i], &expected, NULL) ? size : 0;
   }
   return 0;
 }
 
-void *hpl_early_alloc(size_t size, bool zero, size_t alignment) {
-  if (alignment > 16) return early_note(__libc_memalign(alignment, size), size);
-  return early_note(zero ? __libc_calloc(1, size) : __libc_malloc(size), size);
+static void *base_of(void *p) {
+  Dl_info info;
+  return p && dladdr(p, &info) ? info.dli_fbase : NULL;
 }
+
+/* The object a function is in (its address by its bytes: ISO C). */
+static void *code_base(void (*fn)(void)) {
+  void *p;
+  memcpy(&p, &fn, sizeof(p));
+  return base_of(p);
+}
+
+/* Is libc.so.6 the object that defines `fn` (a sanitizer defines glibc's
+ * __libc_memalign, mimalloc all of the __libc_* names)?  dladdr allocates
+ * nothing. */
+static bool in_libc(void *fn) { return fn && base_of(fn) == code_base((void (*)(void))gnu_get_libc_version); }
+
+void *hpl_early_alloc(size_t size, bool zero, size_t alignment) {
+  void *p;
+  if (alignment <= 16) {
+    p = zero ? __libc_calloc(1, size) : __libc_malloc(size);
+    if (p && !atomic_load(&early_closed)) (void)early_note(p, size, p);
+    return p;
+  }
+  static atomic_int libc_memalign; /* 0: not asked yet, 1: glibc's, 2: another library's */
+  if (!atomic_load(&libc_memalign)) {
+    void *fn;
+    __typeof__(&__libc_memalign) bound = __libc_memalign;
+    memcpy(&fn, &bound, sizeof(fn));
+    atomic_store(&libc_memalign, in_libc(fn) ? 1 : 2);
+  }
+  if (atomic_load(&libc_memalign) == 1) {
+    p = __libc_memalign(alignment, size);
+    if (p && !atomic_load(&early_closed)) (void)early_note(p, size, p);
+    return p;
+  }
+  /* Aligned within a larger block of the same heap as __libc_malloc's. */
+  void *base = size <= SIZE_MAX - alignment ? __libc_malloc(size + alignment) : NULL;
+  if (!base) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  p = (void *)(((uintptr_t)base + alignment - 1) & ~(uintptr_t)(alignment - 1));
+  if (early_note(p, size, base)) return p;
+  __libc_free(base); /* no slot to free it by */
+  errno = ENOMEM;
+  return NULL;
+}
+
+void hpl_early_close(void) {
+  atomic_store(&early_closed, true);
+  size_t n = atomic_load(&early_used);
+  bool kept = false;
+  for (size_t i = 0; i < n && i < EARLY_SLOTS; i++) {
+    void *p = atomic_load(&early[i]);
+    if (p && early_base[i] == p)
+      atomic_store(&early[i], NULL); /* glibc's own block: glibc's free takes it anywhere */
+    else if (p)
+      kept = true;
+  }
+  if (!kept) atomic_store(&early_high, 0); /* nothing to look for */
+}
+
+bool hpl_early_blocks_left(void) { return atomic_load(&early_high) != 0; }
 
 void *hpl_next_alloc(size_t size, bool zero, size_t alignment) {
   if (alignment > 16) return hpl_next.memalign(alignment, size);
@@ -121,40 +184,52 @@ static size_t glibc_usable_size(const void *ptr) {
   return (word & 2) ? chunk - 2 * sizeof(size_t) : chunk - sizeof(size_t);
 }
 
-static bool other_heap(void) { return HPL_UNLIKELY(atomic_load_explicit(&hpl_other_heap, memory_order_relaxed)); }
+static bool other_heap(void) { return HPL_UNLIKELY(atomic_load_explicit(&hpl_other_heap, memory_order_acquire)); }
 
 void hpl_other_free(void *ptr) {
-  if (other_heap() && !early_find(ptr, true))
-    hpl_next.free(ptr);
+  void *base = ptr;
+  if (early_find(ptr, true, &base) || !other_heap())
+    __libc_free(base);
   else
-    __libc_free(ptr);
+    hpl_next.free(ptr);
 }
 
 size_t hpl_other_usable_size(void *ptr) {
-  if (!other_heap()) return glibc_usable_size(ptr);
-  size_t early_bytes = early_find(ptr, false);
+  size_t early_bytes = early_find(ptr, false, NULL);
   if (early_bytes) return early_bytes;
+  if (!other_heap()) return glibc_usable_size(ptr);
   return hpl_next.usable_size ? hpl_next.usable_size(ptr) : 0;
 }
 
 void *hpl_other_realloc(void *ptr, size_t size) {
-  if (!other_heap()) return __libc_realloc(ptr, size);
-  size_t old = early_find(ptr, false);
-  if (!old) return hpl_next.realloc(ptr, size);
-  void *fresh = hpl_next.malloc(size); /* off the early heap, into the program's */
+  void *base = ptr;
+  size_t old = early_find(ptr, false, &base);
+  if (!old) return other_heap() ? hpl_next.realloc(ptr, size) : __libc_realloc(ptr, size);
+  void *fresh;
+  if (!other_heap() && base == ptr) { /* glibc's block, resized by glibc (and noted again, if still noting) */
+    (void)early_find(ptr, true, NULL);
+    fresh = __libc_realloc(ptr, size);
+    if (!atomic_load(&early_closed)) (void)early_note(fresh ? fresh : ptr, fresh ? size : old, fresh ? fresh : ptr);
+    return fresh;
+  }
+  /* into the heap behind us (or, before it is known, a new early block) */
+  fresh = other_heap() ? hpl_next.malloc(size) : hpl_early_alloc(size, false, 0);
   if (!fresh) return NULL;
   memcpy(fresh, ptr, old < size ? old : size);
-  if (early_find(ptr, true)) __libc_free(ptr);
+  if (early_find(ptr, true, &base)) __libc_free(base);
   return fresh;
 }
 
 /* ---- whose heap --------------------------------------------------------- */
-/* hpl_next's field from the same name after ours; kept if there is none. */
-#define NEXT_INTO(field, name)                                                   \
-  do {                                                                           \
-    void *found_ = hp_dlsym(RTLD_NEXT, (name));                                  \
-    if (found_) memcpy(&hpl_next.field, &found_, sizeof(found_)); /* ISO C */ \
-  } while (0)
+bool hpl_next_whole;
+
+/* hpl_next's field from the same name after ours (kept if there is none),
+ * and whether it is in the object `base` (that of the next malloc). */
+static bool next_into(void *field, size_t size, const char *name, void *base) {
+  void *found = hp_dlsym(RTLD_NEXT, name);
+  if (found) memcpy(field, &found, size); /* ISO C: a function pointer from an object pointer, by its bytes */
+  return found && base_of(found) == base;
+}
 
 static void object_of(void *fn, char *out, size_t len) {
   Dl_info info;
@@ -171,11 +246,6 @@ static int note_valgrind(struct dl_phdr_info *info, size_t size, void *data) {
   return 1;
 }
 
-static void *base_of(void *p) {
-  Dl_info info;
-  return p && dladdr(p, &info) ? info.dli_fbase : NULL;
-}
-
 /* Every lookup below finds its name in a process of glibc's heap alone: a
  * failed one would allocate dlerror's message and start glibc's malloc in a
  * program that never calls it (/bin/true: 3 system calls, 3 page faults). */
@@ -184,9 +254,9 @@ hpl_heap_kind hpl_find_heap(char *who, size_t len) {
   void *first = hp_dlsym(RTLD_DEFAULT, "malloc");
   /* Is the next malloc libc.so.6's own?  An allocator may define glibc's
    * __libc_malloc too (mimalloc does), which is then what that name binds:
-   * the object that defines it says, as the one of a name only glibc has. */
-  bool next_libc = next && base_of(next) == base_of((void *)(uintptr_t)gnu_get_libc_version);
-  bool ours_first = base_of(first) == base_of((void *)(uintptr_t)hpl_find_heap);
+   * the object that defines it says. */
+  bool next_libc = in_libc(next);
+  bool ours_first = base_of(first) == code_base((void (*)(void))hpl_find_heap);
   /* Every sanitizer that keeps its own allocator exports this (ASan, TSan,
    * LSan, MSan, HWASan, MemProf): from a library after ours, whose malloc is
    * then next, or from the program (clang's static runtimes), whose malloc
@@ -194,24 +264,24 @@ hpl_heap_kind hpl_find_heap(char *who, size_t len) {
   void *sanitizer = NULL;
   if (!next_libc || !ours_first) sanitizer = hp_dlsym(RTLD_DEFAULT, "__sanitizer_get_ownership");
   const char *valgrind = NULL;
-  if (!sanitizer && dl_iterate_phdr(note_valgrind, &valgrind)) sanitizer = (void *)(uintptr_t)valgrind;
+  bool checker = sanitizer || dl_iterate_phdr(note_valgrind, &valgrind);
   if (valgrind)
     (void)snprintf(who, len, "%s", valgrind);
   else if (sanitizer)
     object_of(sanitizer, who, len);
-  __typeof__(hpl_next.malloc) next_malloc = NULL;
-  memcpy(&next_malloc, &next, sizeof(next)); /* ISO C: an object pointer to a function pointer by its bytes */
-  if (!next || next_libc) return sanitizer ? HPL_HEAP_SANITIZER : HPL_HEAP_GLIBC;
-  if (!sanitizer) object_of(next, who, len);
-  if (!sanitizer && atomic_load(&early_overflowed)) return HPL_HEAP_GLIBC; /* its blocks could not be told apart */
-  hpl_next.malloc = next_malloc;
-  NEXT_INTO(free, "free");
-  NEXT_INTO(calloc, "calloc");
-  NEXT_INTO(realloc, "realloc");
-  NEXT_INTO(memalign, "memalign");
-  NEXT_INTO(usable_size, "malloc_usable_size");
+  if (!next || next_libc) return checker ? HPL_HEAP_SANITIZER : HPL_HEAP_GLIBC;
+  if (!checker) object_of(next, who, len);
+  if (!checker && atomic_load(&early_overflowed)) return HPL_HEAP_GLIBC; /* its blocks could not be told apart */
+  void *base = base_of(next);
+  bool whole = next_into(&hpl_next.malloc, sizeof(hpl_next.malloc), "malloc", base);
+  whole &= next_into(&hpl_next.free, sizeof(hpl_next.free), "free", base);
+  whole &= next_into(&hpl_next.calloc, sizeof(hpl_next.calloc), "calloc", base);
+  whole &= next_into(&hpl_next.realloc, sizeof(hpl_next.realloc), "realloc", base);
+  whole &= next_into(&hpl_next.memalign, sizeof(hpl_next.memalign), "memalign", base);
+  whole &= next_into(&hpl_next.usable_size, sizeof(hpl_next.usable_size), "malloc_usable_size", base);
+  hpl_next_whole = whole;
   atomic_store_explicit(&hpl_other_heap, true, memory_order_release);
-  return sanitizer ? HPL_HEAP_SANITIZER : HPL_HEAP_OTHER;
+  return checker ? HPL_HEAP_SANITIZER : HPL_HEAP_OTHER;
 }
 
 /* Is the object `who` in LD_PRELOAD (its path or its file name there)?

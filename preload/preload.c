@@ -139,7 +139,7 @@ static const hp_embedder embed_fallback = {
 };
 static const hp_embedder embed_other = {.extra_stats = extra_stats};
 
-/* Passive: every request to the heap behind us, no threshold ever reached. */
+/* Every request to the heap behind us, no threshold ever reached. */
 static void go_passive(hpl_passive_why why, const char *who) {
   atomic_store(&hpl_threshold, SIZE_MAX);
   atomic_store(&state, ST_PASSIVE);
@@ -165,23 +165,23 @@ static void preload_init(void) {
   }
   options_use_preload_defaults();
   (void)hugepool_get_policy(); /* runs the core's init: options, atfork */
-  if (heap == HPL_HEAP_OTHER && !hpl_share_other_heap(who)) {
-    hpl_say_other_heap(who, SIZE_MAX, option_get(HP_OPT_SMALL_HEAP) != 0);
+  size_t threshold = option_get(HP_OPT_THRESHOLD) ? (size_t)option_get(HP_OPT_THRESHOLD) : 1;
+  bool share = heap == HPL_HEAP_OTHER && hpl_share_other_heap(who) && hpl_next_whole; /* a part missing: left */
+  if (heap == HPL_HEAP_OTHER) hpl_say_other_heap(who, share ? threshold : SIZE_MAX, option_get(HP_OPT_SMALL_HEAP));
+  if (heap == HPL_HEAP_OTHER && !share) {
     go_passive(HPL_PASSIVE_OTHER_HEAP, who);
     return;
   }
-  size_t threshold = (size_t)option_get(HP_OPT_THRESHOLD);
-  if (threshold == 0) threshold = 1;
   long long policy = option_get(HP_OPT_POLICY); /* the core runs fallback as strict */
   policy_strict = policy == HUGEPOOL_POLICY_STRICT;
   hpl_hold_init(policy_strict);
   (void)hp_embed(policy_strict ? &embed_strict : policy == HP_POLICY_FALLBACK ? &embed_fallback : &embed_other);
-  if (heap == HPL_HEAP_OTHER) hpl_say_other_heap(who, threshold, option_get(HP_OPT_SMALL_HEAP) != 0);
   if (option_get(HP_OPT_SMALL_HEAP) && heap == HPL_HEAP_GLIBC && sh_init() == 0) {
     atomic_store(&hpl_small_heap_on, true);
     hpl_python_arenas();
   }
-  atomic_store(&hpl_glibc_direct, heap == HPL_HEAP_GLIBC && !atomic_load(&hpl_small_heap_on));
+  if (heap == HPL_HEAP_GLIBC) hpl_early_close();
+  atomic_store(&hpl_glibc_direct, heap == HPL_HEAP_GLIBC && !hpl_small_heap_on && !hpl_early_blocks_left());
   atomic_store(&hpl_threshold, threshold);
   atomic_store(&state, ST_READY);
   in_init = 0;
