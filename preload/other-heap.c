@@ -146,7 +146,7 @@ void *hpl_early_alloc(size_t size, bool zero, size_t alignment) {
     errno = ENOMEM;
     return NULL;
   }
-  p = (void *)(((uintptr_t)base + alignment - 1) & ~(uintptr_t)(alignment - 1));
+  p = (char *)base + ((alignment - (uintptr_t)base % alignment) % alignment); /* alignment: a power of two */
   if (early_note(p, size, base)) return p;
   __libc_free(base); /* no slot to free it by */
   errno = ENOMEM;
