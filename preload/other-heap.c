@@ -54,17 +54,30 @@ atomic_bool hpl_other_heap;
 
 /* ---- blocks glibc gave before the heap was known ------------------------ */
 #define EARLY_SLOTS 256
-static void *_Atomic early[EARLY_SLOTS]; /* the block; NULL: a free slot */
-static size_t early_size[EARLY_SLOTS];   /* what was asked: its usable size */
-static void *early_base[EARLY_SLOTS];    /* what __libc_free takes (over-aligned below) */
-static atomic_size_t early_used;         /* the slots ever used: [0, early_used) */
-static atomic_bool early_overflowed;     /* a block was not noted: the glibc heap stays */
-static atomic_bool early_closed;         /* glibc's heap is the one: nothing more noted */
+static void *_Atomic early[EARLY_SLOTS]; /* the block; NULL: a free slot; &early_claim: being filled */
+static char early_claim;
+static _Atomic size_t early_size[EARLY_SLOTS]; /* what was asked: its usable size */
+static void *_Atomic early_base[EARLY_SLOTS]; /* what __libc_free takes (over-aligned below) */
+static atomic_size_t early_used;       /* the slots ever used: [0, early_used) */
+static atomic_size_t early_live;       /* blocks noted now */
+static atomic_size_t early_aligned;    /* of which over-aligned inside a larger block */
+static atomic_bool early_overflowed;   /* a block was not noted: the glibc heap stays */
+static atomic_bool early_closed;       /* glibc's heap is the one: nothing more noted */
 /* The span they lie in (glibc's main heap): a free outside it looks no
  * further, whatever the blocks' lifetimes (dlerror's buffer lives on). */
 static _Atomic uintptr_t early_low = UINTPTR_MAX, early_high;
 
-/* Notes `ptr` (from `base`); false when every slot is taken. */
+/* Forgets slot i if it still holds `ptr`: true if this call did. */
+static bool early_drop(size_t i, void *ptr) {
+  void *expected = ptr, *base = early_base[i]; /* read while the slot is still ptr's */
+  if (!atomic_compare_exchange_strong(&early[i], &expected, NULL)) return false;
+  if (base != ptr) atomic_fetch_sub(&early_aligned, 1);
+  atomic_fetch_sub(&early_live, 1);
+  return true;
+}
+
+/* Notes `ptr` (from `base`; the caller counted an over-aligned one in
+ * early_aligned); false when every slot is taken. */
 static bool early_note(void *ptr, size_t size, void *base) {
   uintptr_t a = (uintptr_t)ptr, low = atomic_load(&early_low), high = atomic_load(&early_high);
   while (a < low && !atomic_compare_exchange_weak(&early_low, &low, a)) {
@@ -73,13 +86,20 @@ static bool early_note(void *ptr, size_t size, void *base) {
   }
   for (size_t i = 0; i < EARLY_SLOTS; i++) { /* a sanitizer's start frees and takes many: slots are reused */
     void *empty = NULL;
-    if (atomic_load_explicit(&early[i], memory_order_relaxed) != NULL) continue;
-    early_size[i] = size; /* written before the slot is published, read after its acquire */
+    if (atomic_load_explicit(&early[i], memory_order_relaxed) != NULL ||
+        !atomic_compare_exchange_strong(&early[i], &empty, (void *)&early_claim))
+      continue;
+    early_size[i] = size; /* the slot is this thread's until published below */
     early_base[i] = base;
-    if (!atomic_compare_exchange_strong(&early[i], &empty, ptr)) continue;
     size_t used = atomic_load(&early_used);
     while (used < i + 1 && !atomic_compare_exchange_weak(&early_used, &used, i + 1)) {
     }
+    atomic_fetch_add(&early_live, 1);
+    atomic_store(&early[i], ptr);
+    /* Closed meanwhile (another thread decided glibc's heap, and may have
+     * looked at this slot before it was published): a block of glibc's own
+     * needs no slot; hpl_early_close() or this drops it, whichever first. */
+    if (base == ptr && atomic_load(&early_closed)) (void)early_drop(i, ptr);
     return true;
   }
   atomic_store(&early_overflowed, true);
@@ -90,23 +110,25 @@ static bool early_note(void *ptr, size_t size, void *base) {
  * and, in *base, what __libc_free takes; `take`: forget it. */
 static size_t early_find(void *ptr, bool take, void **base) {
   uintptr_t a = (uintptr_t)ptr;
-  if (HPL_LIKELY(a < atomic_load_explicit(&early_low, memory_order_relaxed) ||
-                 a >= atomic_load_explicit(&early_high, memory_order_relaxed)))
+  if (HPL_LIKELY(atomic_load_explicit(&early_live, memory_order_relaxed) == 0) ||
+      a < atomic_load_explicit(&early_low, memory_order_relaxed) ||
+      a >= atomic_load_explicit(&early_high, memory_order_relaxed))
     return 0;
   size_t n = atomic_load_explicit(&early_used, memory_order_acquire);
   for (size_t i = 0; i < n && i < EARLY_SLOTS; i++) {
     if (atomic_load_explicit(&early[i], memory_order_acquire) != ptr) continue;
     size_t size = early_size[i] ? early_size[i] : 1;
     if (base) *base = early_base[i];
-    void *expected = ptr;
-    return !take || atomic_compare_exchange_strong(&early[i], &expected, NULL) ? size : 0;
+    return !take || early_drop(i, ptr) ? size : 0;
   }
   return 0;
 }
 
+/* dladdr is weak (libc-floor.h): under glibc 2.17-2.33 without libdl, NULL,
+ * and every function counts as glibc's.  It allocates nothing. */
 static void *base_of(void *p) {
   Dl_info info;
-  return p && dladdr(p, &info) ? info.dli_fbase : NULL;
+  return p && dladdr && dladdr(p, &info) ? info.dli_fbase : NULL;
 }
 
 /* The object a function is in (its address by its bytes: ISO C). */
@@ -117,38 +139,38 @@ static void *code_base(void (*fn)(void)) {
 }
 
 /* Is libc.so.6 the object that defines `fn` (a sanitizer defines glibc's
- * __libc_memalign, mimalloc all of the __libc_* names)?  dladdr allocates
- * nothing. */
+ * __libc_memalign, mimalloc all of the __libc_* names)? */
 static bool in_libc(void *fn) { return fn && base_of(fn) == code_base((void (*)(void))gnu_get_libc_version); }
 
-void *hpl_early_alloc(size_t size, bool zero, size_t alignment) {
-  void *p;
-  if (alignment <= 16) {
-    p = zero ? __libc_calloc(1, size) : __libc_malloc(size);
-    if (p && !atomic_load(&early_closed)) (void)early_note(p, size, p);
-    return p;
-  }
-  static atomic_int libc_memalign; /* 0: not asked yet, 1: glibc's, 2: another library's */
-  if (!atomic_load(&libc_memalign)) {
+static bool libc_memalign_is_glibcs(void) {
+  static atomic_int answer; /* 0: not asked yet, 1: glibc's, 2: another library's */
+  if (!atomic_load(&answer)) {
     void *fn;
     __typeof__(&__libc_memalign) bound = __libc_memalign;
     memcpy(&fn, &bound, sizeof(fn));
-    atomic_store(&libc_memalign, in_libc(fn) ? 1 : 2);
+    atomic_store(&answer, in_libc(fn) ? 1 : 2);
   }
-  if (atomic_load(&libc_memalign) == 1) {
-    p = __libc_memalign(alignment, size);
+  return atomic_load(&answer) == 1;
+}
+
+void *hpl_early_alloc(size_t size, bool zero, size_t alignment) {
+  void *p;
+  if (alignment <= 16 || libc_memalign_is_glibcs() || atomic_load(&early_closed)) {
+    p = alignment > 16 ? __libc_memalign(alignment, size) : zero ? __libc_calloc(1, size) : __libc_malloc(size);
     if (p && !atomic_load(&early_closed)) (void)early_note(p, size, p);
     return p;
   }
-  /* Aligned within a larger block of the same heap as __libc_malloc's. */
-  void *base = size <= SIZE_MAX - alignment ? __libc_malloc(size + alignment) : NULL;
-  if (!base) {
-    errno = ENOMEM;
-    return NULL;
-  }
-  p = (char *)base + ((alignment - (uintptr_t)base % alignment) % alignment); /* alignment: a power of two */
-  if (early_note(p, size, base)) return p;
-  __libc_free(base); /* no slot to free it by */
+  /* Aligned within a larger block of __libc_malloc's heap, counted before
+   * the table can be closed (hpl_early_blocks_left() keeps the fast path
+   * off while one is left: glibc's free would not take it). */
+  atomic_fetch_add(&early_aligned, 1);
+  void *base = NULL;
+  if (!atomic_load(&early_closed) && size <= SIZE_MAX - alignment) base = __libc_malloc(size + alignment);
+  p = base ? (char *)base + ((alignment - (uintptr_t)base % alignment) % alignment) : NULL;
+  if (p && early_note(p, size, base)) return p;
+  atomic_fetch_sub(&early_aligned, 1);
+  if (base) __libc_free(base);
+  if (atomic_load(&early_closed)) return __libc_memalign(alignment, size);
   errno = ENOMEM;
   return NULL;
 }
@@ -156,18 +178,13 @@ void *hpl_early_alloc(size_t size, bool zero, size_t alignment) {
 void hpl_early_close(void) {
   atomic_store(&early_closed, true);
   size_t n = atomic_load(&early_used);
-  bool kept = false;
   for (size_t i = 0; i < n && i < EARLY_SLOTS; i++) {
     void *p = atomic_load(&early[i]);
-    if (p && early_base[i] == p)
-      atomic_store(&early[i], NULL); /* glibc's own block: glibc's free takes it anywhere */
-    else if (p)
-      kept = true;
+    if (p && p != (void *)&early_claim && early_base[i] == p) (void)early_drop(i, p); /* glibc's own block */
   }
-  if (!kept) atomic_store(&early_high, 0); /* nothing to look for */
 }
 
-bool hpl_early_blocks_left(void) { return atomic_load(&early_high) != 0; }
+bool hpl_early_blocks_left(void) { return atomic_load(&early_aligned) != 0; }
 
 void *hpl_next_alloc(size_t size, bool zero, size_t alignment) {
   if (alignment > 16) return hpl_next.memalign(alignment, size);
@@ -233,7 +250,7 @@ static bool next_into(void *field, size_t size, const char *name, void *base) {
 
 static void object_of(void *fn, char *out, size_t len) {
   Dl_info info;
-  const char *name = dladdr(fn, &info) && info.dli_fname && info.dli_fname[0] ? info.dli_fname : "the program";
+  const char *name = dladdr && dladdr(fn, &info) && info.dli_fname && info.dli_fname[0] ? info.dli_fname : "the program";
   (void)snprintf(out, len, "%s", name);
 }
 
@@ -320,4 +337,8 @@ bool hpl_share_other_heap(const char *who) {
  * setting still holds).  The check is there for interposers that keep
  * blocks from ASan; this one hands every call to it (HPL_HEAP_SANITIZER). */
 __attribute__((visibility("default"))) const char *__asan_default_options(void);
-const char *__asan_default_options(void) { return "verify_asan_link_order=0"; }
+const char *__asan_default_options(void) {
+  /* Under an older glibc the interposer is passive towards glibc alone
+   * (libc-floor.h): ASan's check stands, and says why it refuses. */
+  return hp_libc_complete() ? "verify_asan_link_order=0" : "";
+}

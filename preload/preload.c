@@ -152,7 +152,7 @@ static void preload_init(void) {
   int expected = ST_NEW;
   if (!atomic_compare_exchange_strong(&state, &expected, ST_INITIALISING)) return;
   if (!hp_libc_complete()) { /* glibc's heap, straight: dlsym may be missing */
-    atomic_store(&hpl_glibc_direct, true);
+    atomic_store(&hpl_glibc_direct, !hpl_early_blocks_left());
     go_passive(HPL_PASSIVE_OLD_GLIBC, NULL);
     return;
   }
