@@ -54,8 +54,12 @@ atomic_bool hpl_other_heap;
 
 /* ---- blocks glibc gave before the heap was known ------------------------ */
 #define EARLY_SLOTS 256
-static void *_Atomic early[EARLY_SLOTS]; /* the block; NULL: a free slot; &early_claim: being filled */
-static char early_claim;
+/* A slot holds the block's key: the block itself when it is glibc's own,
+ * its address + 1 when it lies over-aligned inside another (blocks are 16
+ * aligned: a compare of keys never takes one kind for the other); NULL: a
+ * free slot; &early_claim: a slot being filled. */
+static void *_Atomic early[EARLY_SLOTS];
+static _Alignas(16) char early_claim;
 static _Atomic size_t early_size[EARLY_SLOTS]; /* what was asked: its usable size */
 static void *_Atomic early_base[EARLY_SLOTS]; /* what __libc_free takes (over-aligned below) */
 static atomic_size_t early_used;       /* the slots ever used: [0, early_used) */
@@ -67,11 +71,13 @@ static atomic_bool early_closed;       /* glibc's heap is the one: nothing more 
  * further, whatever the blocks' lifetimes (dlerror's buffer lives on). */
 static _Atomic uintptr_t early_low = UINTPTR_MAX, early_high;
 
-/* Forgets slot i if it still holds `ptr`: true if this call did. */
-static bool early_drop(size_t i, void *ptr) {
-  void *expected = ptr, *base = early_base[i]; /* read while the slot is still ptr's */
+static bool tagged(const void *key) { return ((uintptr_t)key & 1) != 0; }
+
+/* Forgets slot i if it still holds `key`: true if this call did. */
+static bool early_drop(size_t i, void *key) {
+  void *expected = key;
   if (!atomic_compare_exchange_strong(&early[i], &expected, NULL)) return false;
-  if (base != ptr) atomic_fetch_sub(&early_aligned, 1);
+  if (tagged(key)) atomic_fetch_sub(&early_aligned, 1);
   atomic_fetch_sub(&early_live, 1);
   return true;
 }
@@ -94,12 +100,13 @@ static bool early_note(void *ptr, size_t size, void *base) {
     size_t used = atomic_load(&early_used);
     while (used < i + 1 && !atomic_compare_exchange_weak(&early_used, &used, i + 1)) {
     }
+    void *key = base == ptr ? ptr : (char *)ptr + 1;
     atomic_fetch_add(&early_live, 1);
-    atomic_store(&early[i], ptr);
+    atomic_store(&early[i], key);
     /* Closed meanwhile (another thread decided glibc's heap, and may have
      * looked at this slot before it was published): a block of glibc's own
      * needs no slot; hpl_early_close() or this drops it, whichever first. */
-    if (base == ptr && atomic_load(&early_closed)) (void)early_drop(i, ptr);
+    if (key == ptr && atomic_load(&early_closed)) (void)early_drop(i, key);
     return true;
   }
   atomic_store(&early_overflowed, true);
@@ -116,10 +123,14 @@ static size_t early_find(void *ptr, bool take, void **base) {
     return 0;
   size_t n = atomic_load_explicit(&early_used, memory_order_acquire);
   for (size_t i = 0; i < n && i < EARLY_SLOTS; i++) {
-    if (atomic_load_explicit(&early[i], memory_order_acquire) != ptr) continue;
-    size_t size = early_size[i] ? early_size[i] : 1;
-    if (base) *base = early_base[i];
-    return !take || early_drop(i, ptr) ? size : 0;
+    void *key = atomic_load_explicit(&early[i], memory_order_acquire);
+    if (key != ptr && key != (char *)ptr + 1) continue;
+    size_t size = early_size[i];
+    void *from = early_base[i];
+    /* Still this block's slot once read (only its owner can note it again)? */
+    if (take ? !early_drop(i, key) : atomic_load(&early[i]) != key) return 0;
+    if (base) *base = from;
+    return size ? size : 1;
   }
   return 0;
 }
@@ -161,12 +172,12 @@ void *hpl_early_alloc(size_t size, bool zero, size_t alignment) {
     return p;
   }
   /* Aligned within a larger block of __libc_malloc's heap, counted before
-   * the table can be closed (hpl_early_blocks_left() keeps the fast path
+   * the table can be closed (hpl_early_close() keeps the fast path
    * off while one is left: glibc's free would not take it). */
   atomic_fetch_add(&early_aligned, 1);
   void *base = NULL;
   if (!atomic_load(&early_closed) && size <= SIZE_MAX - alignment) base = __libc_malloc(size + alignment);
-  p = base ? (char *)base + ((alignment - (uintptr_t)base % alignment) % alignment) : NULL;
+  p = base ? (char *)base + (alignment - (uintptr_t)base % alignment) : NULL; /* never base itself */
   if (p && early_note(p, size, base)) return p;
   atomic_fetch_sub(&early_aligned, 1);
   if (base) __libc_free(base);
@@ -175,16 +186,15 @@ void *hpl_early_alloc(size_t size, bool zero, size_t alignment) {
   return NULL;
 }
 
-void hpl_early_close(void) {
+bool hpl_early_close(void) {
   atomic_store(&early_closed, true);
   size_t n = atomic_load(&early_used);
   for (size_t i = 0; i < n && i < EARLY_SLOTS; i++) {
-    void *p = atomic_load(&early[i]);
-    if (p && p != (void *)&early_claim && early_base[i] == p) (void)early_drop(i, p); /* glibc's own block */
+    void *key = atomic_load(&early[i]);
+    if (key && key != (void *)&early_claim && !tagged(key)) (void)early_drop(i, key); /* glibc's own block */
   }
+  return atomic_load(&early_aligned) == 0; /* read after the flag: an adder counts before it reads the flag */
 }
-
-bool hpl_early_blocks_left(void) { return atomic_load(&early_aligned) != 0; }
 
 void *hpl_next_alloc(size_t size, bool zero, size_t alignment) {
   if (alignment > 16) return hpl_next.memalign(alignment, size);

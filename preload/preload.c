@@ -152,7 +152,7 @@ static void preload_init(void) {
   int expected = ST_NEW;
   if (!atomic_compare_exchange_strong(&state, &expected, ST_INITIALISING)) return;
   if (!hp_libc_complete()) { /* glibc's heap, straight: dlsym may be missing */
-    atomic_store(&hpl_glibc_direct, !hpl_early_blocks_left());
+    atomic_store(&hpl_glibc_direct, hpl_early_close());
     go_passive(HPL_PASSIVE_OLD_GLIBC, NULL);
     return;
   }
@@ -180,8 +180,7 @@ static void preload_init(void) {
     atomic_store(&hpl_small_heap_on, true);
     hpl_python_arenas();
   }
-  if (heap == HPL_HEAP_GLIBC) hpl_early_close();
-  atomic_store(&hpl_glibc_direct, heap == HPL_HEAP_GLIBC && !hpl_small_heap_on && !hpl_early_blocks_left());
+  atomic_store(&hpl_glibc_direct, heap == HPL_HEAP_GLIBC && hpl_early_close() && !hpl_small_heap_on);
   atomic_store(&hpl_threshold, threshold);
   atomic_store(&state, ST_READY);
   in_init = 0;

@@ -71,10 +71,9 @@ HPL_HIDDEN hpl_heap_kind hpl_find_heap(char *who, size_t len);
  * glibc's or another library's may stand in: hugepool cannot share). */
 extern HPL_HIDDEN bool hpl_next_whole;
 /* glibc's heap is the one: blocks noted meanwhile are glibc's own, no more
- * are noted (those over-aligned inside another block are kept: a free must
- * find them, hpl_early_blocks_left()). */
-HPL_HIDDEN void hpl_early_close(void);
-HPL_HIDDEN bool hpl_early_blocks_left(void);
+ * are noted; true unless an over-aligned block (inside another) is left,
+ * which glibc's free would not take: the fast path must stay off. */
+HPL_HIDDEN bool hpl_early_close(void);
 /* HPL_HEAP_OTHER: does hugepool serve the large requests beside that heap
  * (HUGEPOOL_OTHER_HEAP; the options are read), or stay out? */
 HPL_HIDDEN bool hpl_share_other_heap(const char *who);
