@@ -32,11 +32,17 @@ static hp_mpi_fn as_function(void *p) {
   return f;
 }
 
+/* libhugepool_preload.so's option reader (option-reader.h), or NULL where it
+ * is not loaded. */
+static hp_preload_option_fn preload_option_reader(void) {
+  return (hp_preload_option_fn)as_function(hp_dlsym(RTLD_DEFAULT, HP_PRELOAD_OPTION_SYMBOL));
+}
+
 void hp_mpi_warn_once(int *done, const char *what) {
   if (__atomic_exchange_n(done, 1, __ATOMIC_RELAXED)) return;
   /* HUGEPOOL_WARN as libhugepool_preload.so read it at load, by the option
    * table's rules (option-reader.h); without the preload, the default (1). */
-  hp_preload_option_fn get = (hp_preload_option_fn)as_function(hp_dlsym(RTLD_DEFAULT, HP_PRELOAD_OPTION_SYMBOL));
+  hp_preload_option_fn get = preload_option_reader();
   long long value = 1;
   if (get && get("HUGEPOOL_WARN", &value) == 0 && value == 0) return;
   (void)fprintf(stderr, "hugepool[%ld]: %s\n", (long)getpid(), what);
@@ -117,7 +123,7 @@ static void decide(void) {
   static int warned;
   /* The interposer, where it is loaded, answers no option while it is
    * passive (an older glibc, a sanitizer's heap): every call is forwarded. */
-  hp_preload_option_fn get = (hp_preload_option_fn)as_function(hp_dlsym(RTLD_DEFAULT, HP_PRELOAD_OPTION_SYMBOL));
+  hp_preload_option_fn get = preload_option_reader();
   long long warn = 1;
   if (get && get("HUGEPOOL_WARN", &warn) != 0) return;
   int (*version)(char *, int *) = (int (*)(char *, int *))hp_mpi_next("PMPI_Get_library_version");

@@ -366,8 +366,8 @@ int main(int argc, char **argv) {
   torch_pinned_register();
 
   /* The interposer first (the MPI and CUDA entry points call into it), then
-   * the CUDA and the MPI entry points, then what was there. */
-  /* An allocator already there serves what hugepool does not (HUGEPOOL_OTHER_HEAP). */
+   * the CUDA and the MPI entry points, then what was there (an allocator
+   * there serves what hugepool does not: HUGEPOOL_OTHER_HEAP). */
   const char *old = getenv("LD_PRELOAD");
   char *preload = NULL;
   if (asprintf(&preload, "%s%s%s%s%s%s%s", lib, cuda ? " " : "", cuda ? cuda : "", mpi ? " " : "", mpi ? mpi : "",

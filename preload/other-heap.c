@@ -260,7 +260,8 @@ static bool next_into(void *field, size_t size, const char *name, void *base) {
 
 static void object_of(void *fn, char *out, size_t len) {
   Dl_info info;
-  const char *name = dladdr && dladdr(fn, &info) && info.dli_fname && info.dli_fname[0] ? info.dli_fname : "the program";
+  const char *name = "the program";
+  if (dladdr && dladdr(fn, &info) && info.dli_fname && info.dli_fname[0]) name = info.dli_fname;
   (void)snprintf(out, len, "%s", name);
 }
 

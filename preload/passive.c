@@ -12,11 +12,13 @@
 #include "preload.h"
 
 /* With HUGEPOOL_VERBOSE set, one line says why this process runs on another
- * heap alone (the options may not have been read: the variable is read as
- * it is).  `who`: the object whose malloc serves it. */
+ * heap alone (the options may not have been read: the variable is read here,
+ * by the option table's rules).  `who`: the object whose malloc serves it. */
 void hpl_say_passive(hpl_passive_why why, const char *who) {
-  const char *v = getenv("HUGEPOOL_VERBOSE");
-  if (!v || !*v || (v[0] == '0' && !v[1])) return;
+  const char *v = getenv(option_desc(HP_OPT_VERBOSE)->name);
+  long long on = 0;
+  char expected[128];
+  if (!v || option_parse(HP_OPT_VERBOSE, v, true, &on, expected, sizeof(expected)) != 0 || !on) return;
   char line[640];
   long pid = (long)getpid();
   int n = 0;

@@ -306,11 +306,10 @@ void *hpl_calloc(size_t count, size_t size) { return route(count * size, true); 
 typedef enum { FROM_GLIBC, FROM_HUGEPOOL, FROM_SMALL_HEAP } origin;
 
 /* Ready or not: before, and when passive, nothing is hugepool's. */
-static bool serving(void) { return atomic_load_explicit(&state, memory_order_acquire) == ST_READY; }
-bool hpl_serving(void) { return serving(); }
+bool hpl_serving(void) { return atomic_load_explicit(&state, memory_order_acquire) == ST_READY; }
 
 static origin origin_of(const void *ptr) {
-  if (HPL_UNLIKELY(!serving())) return FROM_GLIBC; /* glibc's or the heap's behind us */
+  if (HPL_UNLIKELY(!hpl_serving())) return FROM_GLIBC; /* glibc's or the heap's behind us */
   if (((uintptr_t)ptr & (HPL_2M - 1)) == 0) {
     return hugepool_owns(ptr) ? FROM_HUGEPOOL : FROM_GLIBC;
   }
@@ -321,7 +320,7 @@ static origin origin_of(const void *ptr) {
 void hpl_free_slow(void *ptr) {
   if (!ptr) return;
   /* hugepool's, freed in the same lookup (keeps errno), or glibc's; passive: origin_of() says glibc's */
-  if (((uintptr_t)ptr & (HPL_2M - 1)) == 0 && HPL_LIKELY(serving())) {
+  if (((uintptr_t)ptr & (HPL_2M - 1)) == 0 && HPL_LIKELY(hpl_serving())) {
     if (!hp_free_if_live(ptr)) hpl_other_free(ptr);
     return;
   }
@@ -433,13 +432,13 @@ void *hpl_memalign(size_t alignment, size_t size) {
   return hpl_next.memalign(alignment, size); /* free() tells the sources apart */
 }
 
-/* The MPI entry points' option reader (lib/option-reader.h): the values
- * read at load, with the option table's rules. */
 bool hpl_passive(void) {
   (void)ready();
   return atomic_load_explicit(&state, memory_order_acquire) == ST_PASSIVE;
 }
 
+/* The MPI entry points' option reader (lib/option-reader.h): the values
+ * read at load, with the option table's rules. */
 int hugepool_preload_option(const char *name, long long *value) {
   if (hpl_passive()) return -1; /* no option was read: the MPI entry points stay out too */
   hp_option_id id = name ? option_find(name, strlen(name)) : HP_OPT_COUNT;

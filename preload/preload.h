@@ -25,8 +25,9 @@
 
 /* Where hp_libc_complete() says no (lib/libc-floor.h: a glibc older than
  * 2.34), or a sanitizer's malloc serves the process, or an allocator the
- * program links does (HUGEPOOL_OTHER_HEAP, other-heap.c), the preload is passive: every entry point hands its call
- * to the heap behind it, and the core is never started.  With
+ * program links does (HUGEPOOL_OTHER_HEAP, other-heap.c), the preload is
+ * passive: every entry point hands its call to the heap behind it, and the
+ * core is never started.  With
  * HUGEPOOL_VERBOSE set, one line says why (passive.c). */
 typedef enum { HPL_PASSIVE_OLD_GLIBC, HPL_PASSIVE_SANITIZER, HPL_PASSIVE_OTHER_HEAP } hpl_passive_why;
 HPL_HIDDEN void hpl_say_passive(hpl_passive_why why, const char *who);
@@ -58,12 +59,12 @@ typedef struct hpl_heap {
   void *(*calloc)(size_t count, size_t size);
   void *(*realloc)(void *ptr, size_t size);
   void *(*memalign)(size_t alignment, size_t size);
-  size_t (*usable_size)(void *ptr); /* NULL: glibc's (preload.c reads its chunk header) */
+  size_t (*usable_size)(void *ptr); /* NULL: glibc's (other-heap.c reads its chunk header) */
 } hpl_heap;
 /* glibc's __libc_* until hpl_find_heap() finds another heap after ours. */
 extern HPL_HIDDEN hpl_heap hpl_next;
 /* Set (once) when hpl_next is not glibc's: a block glibc gave before then
- * (hpl_early_note) must go back to glibc (hpl_early_take). */
+ * must still go back to glibc (hpl_early_alloc, hpl_other_free). */
 extern HPL_HIDDEN atomic_bool hpl_other_heap;
 /* `who`: the object whose malloc it is, for the verbose line. */
 HPL_HIDDEN hpl_heap_kind hpl_find_heap(char *who, size_t len);
