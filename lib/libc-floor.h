@@ -121,9 +121,12 @@ static inline bool hp_libc_complete(void) {
 static inline void *hp_dlsym(void *restrict handle, const char *restrict name) {
   return dlsym ? dlsym(handle, name) : NULL;
 }
+/* dladdr likewise: 0 (nothing found) where the process has none. */
+static inline int hp_dladdr(const void *address, Dl_info *info) { return dladdr ? dladdr(address, info) : 0; }
 #else
 static inline bool hp_libc_complete(void) { return true; }
 static inline void *hp_dlsym(void *restrict handle, const char *restrict name) { return dlsym(handle, name); }
+static inline int hp_dladdr(const void *address, Dl_info *info) { return dladdr(address, info); }
 #endif
 
 #endif /* HUGEPOOL_LIBC_FLOOR_H */

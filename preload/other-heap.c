@@ -139,7 +139,7 @@ static size_t early_find(void *ptr, bool take, void **base) {
  * and every function counts as glibc's.  It allocates nothing. */
 static void *base_of(void *p) {
   Dl_info info;
-  return p && dladdr && dladdr(p, &info) ? info.dli_fbase : NULL;
+  return p && hp_dladdr(p, &info) ? info.dli_fbase : NULL;
 }
 
 /* The object a function is in (its address by its bytes: ISO C). */
@@ -261,7 +261,7 @@ static bool next_into(void *field, size_t size, const char *name, void *base) {
 static void object_of(void *fn, char *out, size_t len) {
   Dl_info info;
   const char *name = "the program";
-  if (dladdr && dladdr(fn, &info) && info.dli_fname && info.dli_fname[0]) name = info.dli_fname;
+  if (hp_dladdr(fn, &info) && info.dli_fname && info.dli_fname[0]) name = info.dli_fname;
   (void)snprintf(out, len, "%s", name);
 }
 
