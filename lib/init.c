@@ -36,13 +36,17 @@ static void thread_exit(hp_tcache *tc) {
 }
 
 static void init_once(void) {
-  os_keep_stderr(); /* before anything can warn */
   os_set_reporter(warn_from_os);
   /* A bad HUGEPOOL_PREFAULT's warning names the default that applies, which
    * depends on the nodes (below): read them now only then. */
   bool prefault_named = option_in_environment(HP_OPT_PREFAULT);
   if (prefault_named && os_node_count() > 1) options_set_default(HP_OPT_PREFAULT, 0);
   options_init();
+  /* The stderr the program started with, for what was asked to be printed
+   * at exit or on the way: a process that asked for neither keeps no extra
+   * descriptor (every command of a job under the site's module). */
+  if (option_get(HP_OPT_STATS) != HP_STATS_OFF || option_get_string(HP_OPT_STATS_FILE) || option_get(HP_OPT_VERBOSE))
+    os_keep_stderr();
   launcher_init();
   share_init();
   tcache_init(thread_exit);

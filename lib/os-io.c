@@ -59,7 +59,8 @@ int os_write_all(int fd, const void *data, size_t len) {
 /* The stderr the process started with.  GNU sort, dd and cp close fd 2
  * before they exit, and daemons point it elsewhere: the exit report goes
  * where the user was looking when the program began.  Rules kept:
- *  1. A duplicate of fd 2 is taken once, at start-up, close-on-exec (a
+ *  1. A duplicate of fd 2 is taken once, at start-up, where the process
+ *     asked for a report or a trace (init.c), close-on-exec (a
  *     program this one executes never sees it) and high (F_DUPFD_CLOEXEC at
  *     or above a floor under the soft RLIMIT_NOFILE, at most 999: programs
  *     take the lowest free descriptor, and a higher floor would grow the
@@ -70,7 +71,8 @@ int os_write_all(int fd, const void *data, size_t len) {
  *  3. The report (os_write_report) goes there, else to fd 2.  A warning
  *     (os_write_stderr) goes to fd 2 as the program has it now (a program
  *     that captures its stderr captures hugepool's lines too), and there
- *     only when fd 2 is closed.
+ *     only when fd 2 is closed (where nothing was kept, nowhere: as glibc's
+ *     own messages then).
  *  4. Nothing is kept when fd 2 was closed at start-up (a daemon's choice). */
 static int stderr_fd = -1;
 static struct stat stderr_id;
