@@ -18,6 +18,9 @@
 /* Reads ROOT/rel (rel starts with '/') into buf, NUL-terminated.  Returns the
  * length, or -1 (missing, unreadable, or a symlink inside a --root tree). */
 long dr_read(const char *rel, char *buf, size_t len);
+/* fopen(ROOT/rel, "r") with dr_read's rules; NULL when it cannot. */
+#include <stdio.h>
+FILE *dr_fopen(const char *rel);
 /* Reads one unsigned number from ROOT/rel.  Returns 0, or -1. */
 int dr_read_ull(const char *rel, unsigned long long *out);
 /* lstat/stat of ROOT/rel. */

@@ -236,6 +236,7 @@ int hugepool_doctor_main(int argc, char **argv) {
   unsigned long long free_2m = 0, reservable_2m = 0;
   dr_check_pools(&need, &free_2m, &reservable_2m);
   unsigned long long want = need.pages_2m ? need.pages_2m : 1;
+  dr_check_holders();
   dr_check_mounts_thp();
   dr_check_tlb(measure);
   dr_check_cgroups(&need);

@@ -6,6 +6,8 @@
  *                 (doctor-util.h; used by every file, calls none of them)
  * doctor-pools.c  what the kernel says of the pools: per size and node,
  *                 reservable pages, hugetlbfs mounts, THP
+ * doctor-holders.c which processes map the pools' pages, and what no process
+ *                 maps
  * doctor-cgroups.c the hugetlb cgroup limits that apply to this process
  * doctor-env.c    HUGEPOOL_* variables, RLIMIT_MEMLOCK, MPI transport variables
  * doctor-tlb.c    whether a 2 MB page is one TLB entry (measured only with
@@ -36,6 +38,8 @@ struct dr_need {
  * (pool free minus reserved, bounded by cgroup limits later). */
 void dr_check_pools(const struct dr_need *need, unsigned long long *free_2m, unsigned long long *reservable_2m);
 void dr_check_mounts_thp(void);
+/* The processes that map hugetlb pages, largest first (doctor-holders.c). */
+void dr_check_holders(void);
 /* In a virtual machine, a note; with do_measure, the measurement. */
 void dr_check_tlb(int do_measure);
 void dr_check_cgroups(const struct dr_need *need);

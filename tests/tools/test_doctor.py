@@ -249,7 +249,73 @@ def unplaced_memory():
             shutil.rmtree(root)
 
 
+def status_text(name, uid=1000, kb=None, state="S (sleeping)", threads=1, groups=""):
+    """A /proc/PID/status as the kernel writes it (Linux 6.x order); kb None:
+    a kernel thread (no memory lines); kb "absent": a kernel before 4.4."""
+    text = f"Name:\t{name}\nUmask:\t0022\nState:\t{state}\nTgid:\t1\nPid:\t1\n" \
+           f"Uid:\t{uid}\t{uid}\t{uid}\t{uid}\nGid:\t{uid}\t{uid}\t{uid}\t{uid}\nGroups:\t{groups}\n"
+    if kb is not None:
+        text += "VmPeak:\t  10000 kB\nVmRSS:\t   4000 kB\nRssAnon:\t  1000 kB\n"
+        if kb != "absent":
+            text += f"HugetlbPages:\t{kb:8d} kB\n"
+    return text + f"Threads:\t{threads}\nSigQ:\t0/1000\n"
+
+
+def holders_trees():
+    """The holders section over prepared /proc trees: who is listed, in what
+    order, what is summed, what is skipped, and the note."""
+    def tree(procs, in_use_pages=0):
+        root = tempfile.mkdtemp(prefix="doctor-")
+        os.chmod(root, 0o755)
+        healthy_tree(root)
+        put(root, "/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", f"{512 - in_use_pages}\n")
+        for pid, text in procs.items():
+            put(root, f"/proc/{pid}/status", text)
+        return root
+
+    def section(root):
+        code, rep, err = doctor(root)
+        shutil.rmtree(root)
+        return rep or {"holders": [], "problems": []}, err
+
+    # Twelve holders, a kernel thread, a zombie named "VmRSS:", a process with
+    # no pages, one whose Groups: line is 40 KiB long, one with hostile bytes.
+    procs = {100 + i: status_text(f"rank{i}", kb=(i + 1) * 2048) for i in range(12)}
+    procs[2] = status_text("kthreadd", kb=None)
+    procs[300] = status_text("VmRSS:", kb=None, state="Z (zombie)")
+    procs[301] = status_text("bash", kb=0)
+    procs[302] = status_text("groups", kb=1024, groups=" ".join(str(4000000000 + g) for g in range(4000)))
+    procs[303] = status_text("\x1b[2J\x07x\\n", kb=2048)
+    rep, err = section(tree(procs, in_use_pages=100))
+    rows = rep["holders"]
+    listed = [r for r in rows if "pid" in r]
+    total = [r for r in rows if "mapped_kb" in r]
+    more = [r for r in rows if "more_processes" in r]
+    want_kb = sum((i + 1) * 2048 for i in range(12)) + 1024 + 2048
+    check([r["pid"] for r in listed] == [111, 110, 109, 108, 107, 106, 105, 104, 103, 102] and
+          listed[0]["hugetlb_kb"] == 24576 and listed[0]["name"] == "rank11" and listed[0]["user"] == "uid 1000",
+          f"holders: the ten largest, largest first ({[(r.get('pid'), r.get('hugetlb_kb')) for r in listed]}; {err[:200]})")
+    check(more and more[0]["more_processes"] == 4 and total and total[0]["processes"] == 14 and
+          total[0]["mapped_kb"] == want_kb and more[0]["more_hugetlb_kb"] == want_kb - sum(r["hugetlb_kb"] for r in listed),
+          f"holders: the rest summed, the long Groups: line read past, kernel thread, zombie and empty skipped "
+          f"({more}, {total})")
+    check(total and total[0]["in_use_kb"] == 100 * 2048 and has(rep, "note", "mapped by no process", "ipcs -m"),
+          f"holders: 200 MiB in use, {want_kb >> 10} MiB mapped: the note names SysV segments ({total})")
+    # Hostile bytes (ESC, BEL; the kernel's "\\n" escape) go out printable.
+    rep, err = section(tree({303: status_text("\x1b[2J\x07x\\n", kb=2048)}, in_use_pages=1))
+    names = [r.get("name") for r in rep["holders"] if r.get("pid") == 303]
+    check(names == ["?[2J?x\\n"], f"holders: a name with ESC and BEL comes out as {names}")
+    # Pages in use and all mapped: no note; a kernel without the field: said.
+    rep, err = section(tree({500: status_text("a", kb=4096), 501: status_text("b", kb=2048)}, in_use_pages=3))
+    check(not has(rep, "note", "mapped by no process") and [r["pid"] for r in rep["holders"] if "pid" in r] == [500, 501],
+          "holders: everything in use mapped: both listed, no note")
+    rep, err = section(tree({500: status_text("a", kb="absent"), 2: status_text("kthreadd", kb=None)}, in_use_pages=3))
+    check(any("no hugetlb pages per process" in r.get("text", "") or r.get("processes") == -1 for r in rep["holders"]),
+          f"holders: a kernel without HugetlbPages is said ({rep['holders']})")
+
+
 def fake_trees():
+    holders_trees()
     # The healthy tree: nothing worse than a note, exit 0, every section there.
     root = tempfile.mkdtemp(prefix="doctor-")
     os.chmod(root, 0o755)
@@ -540,23 +606,61 @@ def judge(ref, page):
     return "4 KB entries" if slow > ref_slow * 2 / 3 else "unclear"
 
 
-def hold_pages(n):
+def hold_pages(n, name=None):
     """A process that maps and touches n 2 MB pages of the pool until
-    killed; None when it could not."""
-    holder = subprocess.Popen(["python3", "-c", "import ctypes,sys,time\n"
+    killed (named `name` where given: its comm); None when it could not."""
+    rename = f"open('/proc/self/comm', 'wb').write({name!r})\n" if name else ""
+    holder = subprocess.Popen(["python3", "-c", "import ctypes,sys,time\n" + rename +
                                "libc=ctypes.CDLL(None, use_errno=True); libc.mmap.restype=ctypes.c_void_p\n"
                                "libc.mmap.argtypes=[ctypes.c_void_p,ctypes.c_size_t,ctypes.c_int,ctypes.c_int,"
                                "ctypes.c_int,ctypes.c_long]\n"
                                "n=int(sys.argv[1])<<21\n"
                                "p=libc.mmap(None, n, 3, 0x22|0x40000, -1, 0)\n"
                                "assert p not in (None, ctypes.c_void_p(-1).value)\n"
-                               "ctypes.memset(p, 1, n); print('ok', flush=True); time.sleep(30)", str(n)],
+                               "ctypes.memset(p, 1, n); print('ok', flush=True); time.sleep(600)", str(n)],
                               stdout=subprocess.PIPE, text=True)
     if holder.stdout.readline().strip() == "ok":
         return holder
     holder.kill()
     holder.wait()
     return None
+
+
+def holders_check(holder):
+    """The holders section (lock held, `holder` maps 2 pages): the holder
+    listed with 4 MiB for root and for another user; a process whose name
+    carries a terminal's escape sequence listed in printable characters."""
+    for who, as_user in (("root", None), ("nobody", ("65534", "65534", "65534"))):
+        code, rep, err = doctor(None, "--need", "8M", as_user=as_user)
+        rows = (rep or {}).get("holders", [])
+        mine = [r for r in rows if r.get("pid") == holder.pid]
+        total = [r for r in rows if "mapped_kb" in r]
+        check(len(mine) == 1 and mine[0]["hugetlb_kb"] == 4096 and mine[0]["name"] == "python3" and
+              total and total[0]["mapped_kb"] >= 4096 and total[0]["in_use_kb"] >= 4096,
+              f"real node, as {who}: the process mapping 2 pages is listed with 4 MiB ({mine}, {total}; {err[:200]})")
+    if kernel_usable() == 0:
+        print("note: real node: no free page left for a second holder: its name is not checked here")
+        return
+    hostile = hold_pages(1, b"\x1b[2J\r\x9bpwn\\n")
+    if not hostile:
+        check(False, "real node: a second holder could map a page")
+        return
+    try:
+        e = {k: v for k, v in os.environ.items() if not k.startswith(("HUGEPOOL_", "LD_PRELOAD"))}
+        out = subprocess.run([BIN, "doctor", "--need", "8M"], capture_output=True, env=e, timeout=60).stdout
+        line = [ln for ln in out.split(b"\n") if f"pid {hostile.pid} ".encode() in ln]
+        code, rep, err = doctor(None, "--need", "8M")
+        names = [r.get("name") for r in (rep or {}).get("holders", []) if r.get("pid") == hostile.pid]
+        check(len(line) == 1 and b"pwn" in line[0] and b" 2 MiB" in line[0] and
+              not any(c < 32 and c != 10 or c >= 127 for c in out) and names and
+              all(0x20 <= ord(c) < 0x7f for c in names[0]) and names[0].startswith("?[2J??pwn"),
+              f"real node: a holder named with ESC, CR and C1 bytes is listed in printable characters ({line}, {names})")
+    finally:
+        hostile.kill()
+        hostile.wait()
+    code, rep, err = doctor(None, "--need", "8M")
+    check(rep is not None and not any(r.get("pid") == hostile.pid for r in rep.get("holders", [])),
+          "real node: a holder that ended is no longer listed")
 
 
 def tlb_check():
@@ -668,6 +772,7 @@ def real_node():
                         break
                 check(usable <= 2 and has(rep, "error", f"{usable} free unreserved page"),
                       "real node: pages mapped by another process are not counted free")
+                holders_check(holder)
                 # --measure asks for 4 pages, then for 2, then for 1.
                 code_m, rep_m, err = doctor(None, "--need", "8M", "--measure")
                 pages = [r for r in (rep_m or {}).get("tlb", []) if r.get("region") == "hugetlb-2m"]
