@@ -58,7 +58,6 @@
   X(dlsym, HP_LIBC_V0)                           \
   X(dlclose, HP_LIBC_V0)                         \
   X(dlerror, HP_LIBC_V0)                         \
-  X(dladdr, HP_LIBC_V0)                          \
   X(pthread_create, HP_LIBC_V0)                  \
   X(pthread_join, HP_LIBC_V0)                    \
   X(pthread_once, HP_LIBC_V0)                    \
@@ -121,12 +120,9 @@ static inline bool hp_libc_complete(void) {
 static inline void *hp_dlsym(void *restrict handle, const char *restrict name) {
   return dlsym ? dlsym(handle, name) : NULL;
 }
-/* dladdr likewise: 0 (nothing found) where the process has none. */
-static inline int hp_dladdr(const void *address, Dl_info *info) { return dladdr ? dladdr(address, info) : 0; }
 #else
 static inline bool hp_libc_complete(void) { return true; }
 static inline void *hp_dlsym(void *restrict handle, const char *restrict name) { return dlsym(handle, name); }
-static inline int hp_dladdr(const void *address, Dl_info *info) { return dladdr(address, info); }
 #endif
 
 #endif /* HUGEPOOL_LIBC_FLOOR_H */

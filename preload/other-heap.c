@@ -135,15 +135,43 @@ static size_t early_find(void *ptr, bool take, void **base) {
   return 0;
 }
 
-/* dladdr is weak (libc-floor.h): under glibc 2.17-2.33 without libdl, NULL,
- * and every function counts as glibc's.  It allocates nothing. */
-static void *base_of(void *p) {
-  Dl_info info;
-  return p && hp_dladdr(p, &info) ? info.dli_fbase : NULL;
+/* The object an address is in, from the loader's list of objects and their
+ * loaded segments: its key (where its first segment starts: never 0) and,
+ * where asked, its name.  dladdr says as much but also walks every symbol
+ * of the object to name the nearest: 25-30 us a call in libc.so.6, most of
+ * the interposer's start in every process (measured).  This takes the
+ * loader's lock as dladdr does, and allocates nothing. */
+struct object_query {
+  uintptr_t addr, key;
+  char *name; /* NULL: not asked */
+  size_t name_len;
+};
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  struct object_query *q = data;
+  uintptr_t first = 0;
+  bool inside = false;
+  for (size_t i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    uintptr_t start = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
+    if (!first) first = start;
+    if (q->addr >= start && q->addr - start < (uintptr_t)ph->p_memsz) inside = true;
+  }
+  if (!inside || !first) return 0;
+  q->key = first;
+  if (q->name) (void)snprintf(q->name, q->name_len, "%s", info->dlpi_name ? info->dlpi_name : "");
+  return 1;
+}
+
+static uintptr_t base_of(const void *p) {
+  struct object_query q = {(uintptr_t)p, 0, NULL, 0};
+  return p && dl_iterate_phdr(find_object, &q) ? q.key : 0;
 }
 
 /* The object a function is in (its address by its bytes: ISO C). */
-static void *code_base(void (*fn)(void)) {
+static uintptr_t code_base(void (*fn)(void)) {
   void *p;
   memcpy(&p, &fn, sizeof(p));
   return base_of(p);
@@ -252,17 +280,15 @@ bool hpl_next_whole;
 
 /* hpl_next's field from the same name after ours (kept if there is none),
  * and whether it is in the object `base` (that of the next malloc). */
-static bool next_into(void *field, size_t size, const char *name, void *base) {
+static bool next_into(void *field, size_t size, const char *name, uintptr_t base) {
   void *found = hp_dlsym(RTLD_NEXT, name);
   if (found) memcpy(field, &found, size); /* ISO C: a function pointer from an object pointer, by its bytes */
   return found && base_of(found) == base;
 }
 
 static void object_of(void *fn, char *out, size_t len) {
-  Dl_info info;
-  const char *name = "the program";
-  if (hp_dladdr(fn, &info) && info.dli_fname && info.dli_fname[0]) name = info.dli_fname;
-  (void)snprintf(out, len, "%s", name);
+  struct object_query q = {(uintptr_t)fn, 0, out, len};
+  if (len && (!dl_iterate_phdr(find_object, &q) || !out[0])) (void)snprintf(out, len, "%s", "the program");
 }
 
 /* valgrind's tools (memcheck, helgrind, massif) replace glibc's malloc
@@ -300,7 +326,7 @@ hpl_heap_kind hpl_find_heap(char *who, size_t len) {
   if (!next || next_libc) return checker ? HPL_HEAP_SANITIZER : HPL_HEAP_GLIBC;
   if (!checker) object_of(next, who, len);
   if (!checker && atomic_load(&early_overflowed)) return HPL_HEAP_GLIBC; /* its blocks could not be told apart */
-  void *base = base_of(next);
+  uintptr_t base = base_of(next);
   bool whole = next_into(&hpl_next.malloc, sizeof(hpl_next.malloc), "malloc", base);
   whole &= next_into(&hpl_next.free, sizeof(hpl_next.free), "free", base);
   whole &= next_into(&hpl_next.calloc, sizeof(hpl_next.calloc), "calloc", base);
