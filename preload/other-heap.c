@@ -140,7 +140,8 @@ static size_t early_find(void *ptr, bool take, void **base) {
  * where asked, its name.  dladdr says as much but also walks every symbol
  * of the object to name the nearest: 25-30 us a call in libc.so.6, most of
  * the interposer's start in every process (measured).  This takes the
- * loader's lock as dladdr does, and allocates nothing. */
+ * loader's list lock (recursive, held by the loader only briefly: dladdr
+ * takes its load lock), and allocates nothing. */
 struct object_query {
   uintptr_t addr, key;
   char *name; /* NULL: not asked */
@@ -286,9 +287,13 @@ static bool next_into(void *field, size_t size, const char *name, uintptr_t base
   return found && base_of(found) == base;
 }
 
+/* The loader names the program "": its name as it was started, as dladdr
+ * says (libc has started by now: environ is set). */
 static void object_of(void *fn, char *out, size_t len) {
   struct object_query q = {(uintptr_t)fn, 0, out, len};
-  if (len && (!dl_iterate_phdr(find_object, &q) || !out[0])) (void)snprintf(out, len, "%s", "the program");
+  if (len && (!dl_iterate_phdr(find_object, &q) || !out[0]))
+    (void)snprintf(out, len, "%s", program_invocation_name && program_invocation_name[0] ? program_invocation_name
+                                                                                          : "the program");
 }
 
 /* valgrind's tools (memcheck, helgrind, massif) replace glibc's malloc
