@@ -45,8 +45,7 @@ static void init_once(void) {
   /* The stderr the program started with, for what was asked to be printed
    * at exit or on the way: a process that asked for neither keeps no extra
    * descriptor (every command of a job under the site's module). */
-  if (option_get(HP_OPT_STATS) != HP_STATS_OFF || option_get_string(HP_OPT_STATS_FILE) || option_get(HP_OPT_VERBOSE))
-    os_keep_stderr();
+  if (stats_report_asked() || option_get(HP_OPT_VERBOSE)) os_keep_stderr();
   launcher_init();
   share_init();
   tcache_init(thread_exit);

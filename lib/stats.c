@@ -256,10 +256,14 @@ static int expand_pattern(const char *pattern, char *out, size_t len) {
   return s.need < len ? 0 : -1;
 }
 
+bool stats_report_asked(void) {
+  return option_get(HP_OPT_STATS) != HP_STATS_OFF || option_get_string(HP_OPT_STATS_FILE) != NULL;
+}
+
 void stats_print_at_exit(void) {
+  if (!stats_report_asked()) return;
   long long mode = option_get(HP_OPT_STATS);
   const char *pattern = option_get_string(HP_OPT_STATS_FILE);
-  if (mode == HP_STATS_OFF && !pattern) return;
   /* A process that never asked hugepool for memory (mpiexec or its proxy
    * under a wrapped launcher, a shell, the dozen helpers a pyenv shim runs)
    * prints nothing and writes no file: it has nothing to report, its

@@ -19,6 +19,8 @@ HP_INTERNAL void stats_snapshot(hugepool_stats *out);
 /* hugepool_stats_snprint and hugepool_stats_print, of the core started. */
 HP_INTERNAL int stats_snprint(char *buf, size_t len, hugepool_stats_format format);
 HP_INTERNAL int stats_print(FILE *stream, hugepool_stats_format format);
+/* Was a report at exit asked for (HUGEPOOL_STATS or HUGEPOOL_STATS_FILE)? */
+HP_INTERNAL bool stats_report_asked(void);
 HP_INTERNAL void stats_print_at_exit(void);
 
 #ifdef __cplusplus

@@ -190,8 +190,8 @@ static void pools_in_use(unsigned long long *in_use_kb, unsigned long long *rese
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
     unsigned long long kb = 0, total = 0, free = 0, resv = 0;
-    char tail[8], path[PATH_MAX];
-    if (sscanf(e->d_name, "hugepages-%llu%7s", &kb, tail) != 2 || strcmp(tail, "kB") != 0 || kb == 0) continue;
+    char path[PATH_MAX];
+    if (dr_parse_pool_dir(e->d_name, &kb) != 0 || kb == 0) continue;
     (void)snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/%s/nr_hugepages", e->d_name);
     if (dr_read_ull(path, &total) != 0) continue;
     (void)snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/%s/free_hugepages", e->d_name);
@@ -252,10 +252,9 @@ void dr_check_holders(void) {
   for (size_t i = 0; i < ntop; i++) {
     const struct holder *h = &top[i];
     listed_kb += h->kb;
-    if (h->kb >= 1024)
-      dr_row("pid %-8ld %-12s %-15s %8llu MiB", h->pid, user_name(h->uid, user, sizeof user), h->name, h->kb >> 10);
-    else
-      dr_row("pid %-8ld %-12s %-15s %8llu KiB", h->pid, user_name(h->uid, user, sizeof user), h->name, h->kb);
+    int mib = h->kb >= 1024;
+    dr_row("pid %-8ld %-12s %-15s %8llu %s", h->pid, user_name(h->uid, user, sizeof user), h->name,
+           mib ? h->kb >> 10 : h->kb, mib ? "MiB" : "KiB");
     dr_kv_num("pid", h->pid);
     dr_kv_num("uid", (long long)h->uid);
     dr_kv_str("user", user);

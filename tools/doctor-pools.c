@@ -25,8 +25,7 @@ static const char *size_label(unsigned long long kb, char *buf, size_t len) {
   return buf;
 }
 
-/* "hugepages-2048kB" -> 2048 */
-static int parse_pool_dir(const char *name, unsigned long long *kb) {
+int dr_parse_pool_dir(const char *name, unsigned long long *kb) {
   unsigned long long v;
   char tail[8];
   if (sscanf(name, "hugepages-%llu%7s", &v, tail) != 2 || strcmp(tail, "kB") != 0) return -1;
@@ -58,7 +57,7 @@ static size_t list_sizes(unsigned long long *kb, size_t max) {
   if (!d) return 0;
   struct dirent *e;
   while ((e = readdir(d)) != NULL && n < max)
-    if (parse_pool_dir(e->d_name, &kb[n]) == 0) n++;
+    if (dr_parse_pool_dir(e->d_name, &kb[n]) == 0) n++;
   closedir(d);
   qsort(kb, n, sizeof kb[0], cmp_ull);
   return n;

@@ -39,12 +39,18 @@ static int dr_path(const char *rel, char *out, size_t len) {
   return (n < 0 || (size_t)n >= len) ? -1 : 0;
 }
 
-long dr_read(const char *rel, char *buf, size_t len) {
+/* Opens ROOT/rel to read: no symlink at its last component inside a --root
+ * tree. */
+static int dr_open(const char *rel) {
   char path[PATH_MAX];
+  if (dr_path(rel, path, sizeof path) != 0) return -1;
+  return open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | (dr_real_root() ? 0 : O_NOFOLLOW));
+}
+
+long dr_read(const char *rel, char *buf, size_t len) {
   if (len == 0) return -1;
   buf[0] = '\0';
-  if (dr_path(rel, path, sizeof path) != 0) return -1;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | (dr_real_root() ? 0 : O_NOFOLLOW));
+  int fd = dr_open(rel);
   if (fd < 0) return -1;
   size_t got = 0;
   while (got + 1 < len) {
@@ -59,9 +65,7 @@ long dr_read(const char *rel, char *buf, size_t len) {
 }
 
 FILE *dr_fopen(const char *rel) {
-  char path[PATH_MAX];
-  if (dr_path(rel, path, sizeof path) != 0) return NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | (dr_real_root() ? 0 : O_NOFOLLOW));
+  int fd = dr_open(rel);
   if (fd < 0) return NULL;
   FILE *f = fdopen(fd, "r");
   if (!f) close(fd);

@@ -38,6 +38,9 @@ struct dr_need {
  * (pool free minus reserved, bounded by cgroup limits later). */
 void dr_check_pools(const struct dr_need *need, unsigned long long *free_2m, unsigned long long *reservable_2m);
 void dr_check_mounts_thp(void);
+/* A pool's directory name to its page size: "hugepages-2048kB" -> 2048;
+ * -1 for any other name (doctor-pools.c). */
+int dr_parse_pool_dir(const char *name, unsigned long long *kb);
 /* The processes that map hugetlb pages, largest first (doctor-holders.c). */
 void dr_check_holders(void);
 /* In a virtual machine, a note; with do_measure, the measurement. */
