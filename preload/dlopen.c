@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "hooks.h"
 #include "preload.h"
 
 /* glibc's entry points, found once (dlsym may allocate: our malloc copes). */
@@ -146,3 +147,54 @@ __asm__(".text\n"
 #else
 /* Elsewhere the flag is left alone (see preload/README.md). */
 #endif
+
+/* ---- the small heap's object (small-heap-bridge.h) ------------------------ */
+HPL_HIDDEN hp_small_heap_ops hpl_sh;
+
+/* Loaded from the interposer's own directory, by absolute path: no search,
+ * no variable names another file (what the interposer's path is, the
+ * loader chose: LD_PRELOAD, or the secure directories alone for a setuid
+ * program).  Never closed. */
+static int small_heap_load(void) {
+  char path[4096];
+  const size_t room = sizeof(path) - sizeof("/" HP_SMALL_HEAP_LIB);
+  char *slash = hpl_own_path(path, room) ? strrchr(path, '/') : NULL;
+  if (!slash) {
+    hp_warn("--small-heap: cannot tell where this interposer was loaded from (its path must have a '/' and "
+            "under %zu characters); small requests stay with glibc",
+            room);
+    return -1;
+  }
+  memcpy(slash + 1, HP_SMALL_HEAP_LIB, sizeof(HP_SMALL_HEAP_LIB));
+  resolve();
+  void *(*real)(const char *, int);
+  void *sym = hpl_real_dlopen;
+  memcpy(&real, &sym, sizeof(real));
+  void *lib = real ? real(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) : NULL;
+  if (!lib) {
+    const char *why = dlerror();
+    hp_warn("--small-heap: cannot load the small heap: %s; small requests stay with glibc", why ? why : path);
+    return -1;
+  }
+  hp_small_heap_entry_fn entry;
+  sym = hp_dlsym(lib, HP_SMALL_HEAP_ENTRY);
+  memcpy(&entry, &sym, sizeof(entry));
+  const hp_small_heap_ops *ops = sym ? entry(hpl_small_heap_core()) : NULL;
+  if (!ops) {
+    hp_warn("--small-heap: %s is not this interposer's (another build or version); small requests stay with glibc",
+            path);
+    return -1;
+  }
+  hpl_sh = *ops;
+  return hpl_sh.init();
+}
+
+void hpl_small_heap_start(void) {
+  if (atomic_load(&hpl_small_heap_on)) return;
+  if (small_heap_load() == 0) {
+    atomic_store(&hpl_small_heap_on, true); /* after hpl_sh: other threads may look */
+    hpl_python_arenas();
+  } else {
+    atomic_store(&hpl_glibc_direct, hpl_early_close()); /* glibc's heap alone after all */
+  }
+}

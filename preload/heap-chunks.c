@@ -35,8 +35,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <hugepool/hugepool.h> /* HUGEPOOL_KIND_HUGE_2M */
+
 #include "heap.h"
-#include "hooks.h"
 
 #define PAGE ((size_t)4096)
 #define PAGES (HPL_2M / PAGE) /* 512 per chunk, page 0 the map */
@@ -56,10 +57,9 @@ static pthread_mutex_t chunk_lock = PTHREAD_MUTEX_INITIALIZER;
 static chunk *chunks; /* chunk_lock; sorted by address: lowest first fit */
 static _Atomic(uint64_t) *owner_bits;
 static _Atomic uint64_t n_live, n_peak, n_returned, n_short, pages_used;
-static __thread int in_hook __attribute__((tls_model("initial-exec")));
 atomic_bool hc_grown;
 
-bool hc_in_hook(void) { return in_hook != 0; }
+bool hc_in_hook(void) { return SH_THREAD.in_hook != 0; }
 
 bool hc_owns(const void *ptr) {
   uintptr_t bit = (uintptr_t)ptr >> 21;
@@ -140,16 +140,15 @@ static bool pool_was_short; /* chunk_lock: the last chunk asked for was refused 
  * heap is used again a millisecond after a refusal, or after the thread's
  * next SHORT_SKIP requests, whichever is later. */
 #define SHORT_SKIP 63
-static __thread unsigned short_skip __attribute__((tls_model("initial-exec")));
 
 bool hc_short(void) {
   uint64_t until = atomic_load_explicit(&short_until, memory_order_relaxed);
   if (HPL_LIKELY(until == 0)) return false;
-  if (short_skip > 0) {
-    short_skip--;
+  if (SH_THREAD.short_skip > 0) {
+    SH_THREAD.short_skip--;
     return true;
   }
-  short_skip = SHORT_SKIP;
+  SH_THREAD.short_skip = SHORT_SKIP;
   if (now_ns() < until) return true;
   atomic_compare_exchange_strong_explicit(&short_until, &until, 0, memory_order_relaxed, memory_order_relaxed);
   return false;
@@ -166,12 +165,12 @@ static chunk *new_chunk(void) {
   if (pool_was_short) {
     uint64_t now = now_ns(), until = atomic_load_explicit(&short_until, memory_order_relaxed);
     if (until && now < until) return NULL;
-    if (hugepool_pool_free_pages(HUGEPOOL_ANY_NODE) <= 0) return refused(now);
+    if (sh_core.pool_free_pages() <= 0) return refused(now);
   }
   bool fresh = false; /* newly mapped: zero; else a cached buffer with a program's old bytes */
-  chunk *c = hp_allocate(HPL_2M, HUGEPOOL_ANY_NODE, &fresh);
-  if (!c || hugepool_kind_of(c) != HUGEPOOL_KIND_HUGE_2M) {
-    if (c) hp_free_to_pool(c); /* a THP / 4 KB fallback (HUGEPOOL_POLICY=thp|small): not for us */
+  chunk *c = sh_core.chunk_alloc(&fresh);
+  if (!c || sh_core.kind_of(c) != HUGEPOOL_KIND_HUGE_2M) {
+    if (c) sh_core.chunk_free(c); /* a THP / 4 KB fallback (HUGEPOOL_POLICY=thp|small): not for us */
     atomic_fetch_add_explicit(&n_short, 1, memory_order_relaxed);
     return refused(now_ns());
   }
@@ -216,7 +215,7 @@ static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, si
   size_t n = size / PAGE;
   if (size % PAGE || n == 0 || n >= PAGES || alignment > HPL_2M / 2) return NULL;
   size_t align_pages = alignment <= PAGE ? 1 : alignment / PAGE;
-  in_hook++;
+  SH_THREAD.in_hook++;
   void *p = NULL;
   pthread_mutex_lock(&chunk_lock);
   if (new_addr) { /* growth in place: only if the pages after an extent are free */
@@ -236,7 +235,7 @@ static void *extent_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, si
     }
   }
   pthread_mutex_unlock(&chunk_lock);
-  in_hook--;
+  SH_THREAD.in_hook--;
   if (p) *commit = true;
   return p;
 }
@@ -246,7 +245,7 @@ static bool extent_dalloc(extent_hooks_t *hooks, void *addr, size_t size, bool c
   chunk *c = chunk_of(addr);
   size_t first = ((uintptr_t)addr - (uintptr_t)c) / PAGE, n = size / PAGE;
   chunk *empty = NULL;
-  in_hook++;
+  SH_THREAD.in_hook++;
   pthread_mutex_lock(&chunk_lock);
   bits_set(c->used, first, n, false);
   c->n_used -= (uint32_t)n;
@@ -262,11 +261,11 @@ static bool extent_dalloc(extent_hooks_t *hooks, void *addr, size_t size, bool c
   }
   pthread_mutex_unlock(&chunk_lock);
   if (empty) {
-    hp_free_to_pool(empty); /* unmapped outside the lock */
+    sh_core.chunk_free(empty); /* unmapped outside the lock */
     atomic_fetch_sub_explicit(&n_live, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&n_returned, 1, memory_order_relaxed);
   }
-  in_hook--;
+  SH_THREAD.in_hook--;
   return false; /* done: jemalloc forgets the extent */
 }
 
@@ -304,7 +303,7 @@ static void unlock_parent(void) { pthread_mutex_unlock(&chunk_lock); }
 static void unlock_child(void) { pthread_mutex_init(&chunk_lock, NULL); }
 
 extent_hooks_t *hc_init(void) {
-  void *bits = os_map_sparse(((size_t)1 << (ADDR_BITS - 21)) / 8);
+  void *bits = sh_core.map_sparse(((size_t)1 << (ADDR_BITS - 21)) / 8);
   if (!bits) return NULL;
   owner_bits = bits;
   /* Registered before jemalloc's own handlers, so it runs after them at

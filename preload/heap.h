@@ -1,15 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The small heap's two files (not installed):
- *   small-heap.c   jemalloc arenas for small requests, and the glue that
- *                  keeps the preload's private jemalloc to itself
- *   heap-chunks.c  the arenas' extent hooks: 2 MB hugetlb chunks from hugepool */
+/* libhugepool_small_heap.so's two files (not installed):
+ *   small-heap.c   jemalloc arenas for small requests, the object's entry
+ *                  point, and the glue that keeps its private jemalloc to itself
+ *   heap-chunks.c  the arenas' extent hooks: 2 MB hugetlb chunks from hugepool
+ * They reach the core only through sh_core (small-heap-bridge.h). */
 #ifndef HUGEPOOL_PRELOAD_HEAP_H
 #define HUGEPOOL_PRELOAD_HEAP_H
 
 #include <jemalloc/jemalloc.h> /* types and MALLOCX_* only: the functions are the hpje_* copies */
 #include <sys/types.h>
 
-#include "preload.h"
+#include "preload.h" /* HPL_* macros; small-heap-bridge.h */
+
+/* The core's calls, handed over by the interposer (small-heap.c). */
+extern HPL_HIDDEN hp_small_heap_core sh_core;
+/* The heap's flags per thread: defined by the interposer (small-heap-bridge.h). */
+extern __thread hp_small_heap_thread hugepool_small_heap_thread __attribute__((tls_model("initial-exec")));
+#define SH_THREAD hugepool_small_heap_thread
 
 /* ---- heap-chunks.c ------------------------------------------------------- */
 /* The hooks for every heap arena; NULL if the ownership map cannot be had. */

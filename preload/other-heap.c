@@ -296,6 +296,14 @@ static void object_of(void *fn, char *out, size_t len) {
                                                                                           : "the program");
 }
 
+bool hpl_own_path(char *out, size_t len) {
+  bool (*self)(char *, size_t) = hpl_own_path;
+  struct object_query q = {0, 0, out, len};
+  memcpy(&q.addr, &self, sizeof(q.addr));
+  if (len < 2 || !dl_iterate_phdr(find_object, &q)) return false;
+  return out[0] != '\0' && strlen(out) < len - 1; /* len - 1 characters: maybe cut */
+}
+
 /* valgrind's tools (memcheck, helgrind, massif) replace glibc's malloc
  * through the objects they preload before ours (vgpreload_*.so). */
 static int note_valgrind(struct dl_phdr_info *info, size_t size, void *data) {

@@ -31,6 +31,7 @@ static __thread int in_init __attribute__((tls_model("initial-exec")));
  * gives a refused large request to glibc; strict fails it; thp and small
  * let the core fall back, and glibc serves what the core still refuses. */
 static bool policy_strict;
+static bool small_heap_wanted; /* --small-heap, glibc behind us: small_heap_start loads it */
 static atomic_bool shortage_reported;
 
 /* The counters below are written on request paths, the settings above are
@@ -101,8 +102,8 @@ static size_t extra_stats(hp_extra_stat *out, size_t max) {
   size_t n = 0;
   add_rows(out, max, &n, preload_rows, sizeof(preload_rows) / sizeof(preload_rows[0]));
   if (!atomic_load(&hpl_small_heap_on)) return n;
-  sh_counters sh = {0};
-  sh_stats(&sh);
+  hp_small_heap_counters sh = {0};
+  hpl_sh.stats(&sh);
   hp_extra_stat small_heap_rows[] = {
       {"small_heap_chunks", "small heap: 2 MB chunks", sh.chunks, HP_EXTRA_ACTIVITY},
       {"small_heap_chunks_peak", "small heap: 2 MB chunks (peak)", sh.chunks_peak, 0},
@@ -176,18 +177,18 @@ static void preload_init(void) {
   policy_strict = policy == HUGEPOOL_POLICY_STRICT;
   hpl_hold_init(policy_strict);
   (void)hp_embed(policy_strict ? &embed_strict : policy == HP_POLICY_FALLBACK ? &embed_fallback : &embed_other);
-  if (option_get(HP_OPT_SMALL_HEAP) && heap == HPL_HEAP_GLIBC && sh_init() == 0) {
-    atomic_store(&hpl_small_heap_on, true);
-    hpl_python_arenas();
-  }
-  atomic_store(&hpl_glibc_direct, heap == HPL_HEAP_GLIBC && hpl_early_close() && !hpl_small_heap_on);
+  small_heap_wanted = option_get(HP_OPT_SMALL_HEAP) && heap == HPL_HEAP_GLIBC;
+  atomic_store(&hpl_glibc_direct, heap == HPL_HEAP_GLIBC && hpl_early_close() && !small_heap_wanted);
   atomic_store(&hpl_threshold, threshold);
   atomic_store(&state, ST_READY);
   in_init = 0;
 }
 
 /* High priority: before the program's constructors allocate much. */
-__attribute__((constructor(101))) static void preload_constructor(void) { preload_init(); }
+__attribute__((constructor(101))) static void preload_constructor(void) {
+  preload_init();
+  if (small_heap_wanted) hpl_small_heap_start(); /* here, never from a malloc: preload.h says why */
+}
 
 static inline bool ready(void) {
   int now = atomic_load_explicit(&state, memory_order_acquire);
@@ -277,7 +278,7 @@ static void count_small_fallback(void) {
 }
 
 static bool small_heap_takes(size_t size) {
-  return atomic_load_explicit(&hpl_small_heap_on, memory_order_relaxed) && size <= HPL_SMALL_MAX && !sh_reentered();
+  return atomic_load_explicit(&hpl_small_heap_on, memory_order_relaxed) && size <= HPL_SMALL_MAX && !hpl_sh.reentered();
 }
 
 /* Not ready: passive (the heap behind us), or starting (glibc's, noted). */
@@ -290,7 +291,7 @@ static void *route(size_t size, bool zero) {
   if (!ready()) return unready_alloc(size, zero, 0);
   if (size >= atomic_load_explicit(&hpl_threshold, memory_order_relaxed)) return large_alloc(size, zero, 0);
   if (small_heap_takes(size)) {
-    void *p = sh_malloc(size, zero);
+    void *p = hpl_sh.malloc(size, zero);
     if (HPL_LIKELY(p != NULL)) return p;
     count_small_fallback();
   }
@@ -313,7 +314,7 @@ static origin origin_of(const void *ptr) {
   if (((uintptr_t)ptr & (HPL_2M - 1)) == 0) {
     return hugepool_owns(ptr) ? FROM_HUGEPOOL : FROM_GLIBC;
   }
-  if (atomic_load_explicit(&hpl_small_heap_on, memory_order_relaxed) && sh_owns(ptr)) return FROM_SMALL_HEAP;
+  if (atomic_load_explicit(&hpl_small_heap_on, memory_order_relaxed) && hpl_sh.owns(ptr)) return FROM_SMALL_HEAP;
   return FROM_GLIBC;
 }
 
@@ -325,7 +326,7 @@ void hpl_free_slow(void *ptr) {
     return;
   }
   if (origin_of(ptr) == FROM_SMALL_HEAP)
-    sh_free(ptr);
+    hpl_sh.free(ptr);
   else
     hpl_other_free(ptr);
 }
@@ -334,7 +335,7 @@ size_t hpl_usable_size(void *ptr) {
   if (!ptr) return 0;
   switch (origin_of(ptr)) {
     case FROM_HUGEPOOL: return hugepool_usable_size(ptr);
-    case FROM_SMALL_HEAP: return sh_usable_size(ptr);
+    case FROM_SMALL_HEAP: return hpl_sh.usable_size(ptr);
     case FROM_GLIBC: break;
   }
   return hpl_other_usable_size(ptr);
@@ -403,10 +404,10 @@ void *hpl_realloc(void *ptr, size_t size) {
     case FROM_SMALL_HEAP:
     default:
       if (!want_huge && size <= HPL_SMALL_MAX) { /* jemalloc resizes in place where it can */
-        void *p = sh_realloc(ptr, size);
+        void *p = hpl_sh.realloc(ptr, size);
         if (p) return p;
       }
-      old = sh_usable_size(ptr);
+      old = hpl_sh.usable_size(ptr);
       break;
   }
   /* Across the threshold (or off the small heap): a new block and one copy
@@ -425,7 +426,7 @@ void *hpl_memalign(size_t alignment, size_t size) {
   }
   if (alignment <= 16) return route(size, false);
   if (alignment <= HPL_SMALL_MAX_ALIGN && small_heap_takes(size)) {
-    void *p = sh_memalign(alignment, size);
+    void *p = hpl_sh.memalign(alignment, size);
     if (HPL_LIKELY(p != NULL)) return p;
     count_small_fallback();
   }

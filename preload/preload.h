@@ -3,12 +3,17 @@
  *
  *   alloc-override.c  the exported malloc-family symbols, nothing else
  *   preload.c         routing by size, shortage policy, statistics, init
- *   small-heap.c      opt-in heap for small requests: jemalloc arenas ...
- *   heap-chunks.c     ... whose extents are carved from hugetlb chunks
- *   dlopen.c          dlopen/dlmopen without RTLD_DEEPBIND
+ *   small-heap-core.c the core's calls the small heap gets, its thread data
+ *   dlopen.c          dlopen/dlmopen without RTLD_DEEPBIND; loads the small heap
  *   protect.c         mprotect/madvise at 4 KB granularity (lib/split.c)
  *   python.c          CPython's object arenas on the small heap
- *   cuda.c            CUDA host registrations served by the cache (--cuda)
+ *   cuda-bridge.c     the core's calls libhugepool_cuda_preload.so gets
+ * Objects of their own, loaded only where asked:
+ *   libhugepool_small_heap.so  (small-heap.c, heap-chunks.c, heap.h: the
+ *       opt-in heap for small requests, jemalloc arenas on hugetlb chunks;
+ *       small-heap-bridge.h)
+ *   libhugepool_cuda_preload.so (cuda.c: CUDA host registrations served
+ *       by the cache, --cuda; cuda-bridge.h)
  */
 #ifndef HUGEPOOL_PRELOAD_H
 #define HUGEPOOL_PRELOAD_H
@@ -22,6 +27,8 @@
 #define HPL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define HPL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define HPL_2M ((uintptr_t)2 << 20)
+
+#include "small-heap-bridge.h"
 
 /* Where hp_libc_complete() says no (lib/libc-floor.h: a glibc older than
  * 2.34), or a sanitizer's malloc serves the process, or an allocator the
@@ -116,26 +123,27 @@ HPL_HIDDEN void hpl_say_small_shortage(void);
 /* dlopen/dlmopen calls whose RTLD_DEEPBIND was taken off. */
 extern HPL_HIDDEN _Atomic uint64_t hpl_deepbind_stripped;
 
-/* ---- small-heap.c (with heap-chunks.c, heap.h) ---------------------------- */
+/* ---- the small heap (small-heap-bridge.h) ------------------------------- */
 /* Largest request the small heap serves; bigger ones go elsewhere. */
 #define HPL_SMALL_MAX ((size_t)256 << 10)
 /* Largest alignment it serves (memalign & co.); larger go to glibc. */
 #define HPL_SMALL_MAX_ALIGN ((size_t)64 << 10)
-HPL_HIDDEN int sh_init(void);
-/* NULL when the pool cannot give the heap a chunk (the caller falls back). */
-HPL_HIDDEN void *sh_malloc(size_t size, bool zero);
-HPL_HIDDEN void *sh_memalign(size_t alignment, size_t size);
-/* NULL: not resized, ptr still valid. */
-HPL_HIDDEN void *sh_realloc(void *ptr, size_t size);
-HPL_HIDDEN void sh_free(void *ptr);
-HPL_HIDDEN size_t sh_usable_size(const void *ptr);
-HPL_HIDDEN bool sh_owns(const void *ptr);
-/* True inside the heap's own hooks: anything allocated there goes to glibc. */
-HPL_HIDDEN bool sh_reentered(void);
-typedef struct sh_counters {
-  uint64_t chunks, chunks_peak, chunks_returned, bytes_in_extents;
-} sh_counters;
-HPL_HIDDEN void sh_stats(sh_counters *out);
+/* dlopen.c: loads libhugepool_small_heap.so from the interposer's own
+ * directory into hpl_sh, starts the heap and sets hpl_small_heap_on; if it
+ * cannot, says why (once) and leaves small requests to glibc.  Called from
+ * the interposer's constructor only, never from a malloc that started the
+ * preload earlier: that may come from inside the dynamic loader or another
+ * library's constructor, where a dlopen must not start.  Until then small
+ * requests go to glibc (and are freed there: the heap owns only its own
+ * chunks). */
+HPL_HIDDEN void hpl_small_heap_start(void);
+/* The heap's calls, valid once hpl_small_heap_on is set. */
+extern HPL_HIDDEN hp_small_heap_ops hpl_sh;
+/* small-heap-core.c: the core's calls the heap gets. */
+HPL_HIDDEN const hp_small_heap_core *hpl_small_heap_core(void);
+/* other-heap.c: the path the loader opened this interposer by, in out;
+ * false if it has none or it does not fit in len. */
+HPL_HIDDEN bool hpl_own_path(char *out, size_t len);
 
 /* ---- python.c ------------------------------------------------------------ */
 /* With the small heap on: if the program is CPython, its object arenas come

@@ -4,12 +4,18 @@
  * whole heap can live on huge pages, with jemalloc's speed: thread caches,
  * size-class bins with their own locks, decay that gives memory back.
  *
+ * All of it is libhugepool_small_heap.so, which the interposer loads only
+ * where the heap was asked for (small-heap-bridge.h): its one export,
+ * hugepool_small_heap_entry at the end of this file, takes the core's calls
+ * and hands back the heap's.
+ *
  * The jemalloc here is a private copy of Debian's libjemalloc_pic.a made at
  * build time (cmake/jemalloc-private.cmake): every symbol it defines is renamed
- * hpje_*, none is exported (exports.map), and its constructor is gone, so
- * it starts only here, from the preload's initialisation (allocations made
- * meanwhile, pthread_atfork's and the background thread's included, go to
- * glibc).  The program's own allocator, whatever it is, never meets it.
+ * hpje_*, none is exported (small-heap-exports.map), and its constructor is
+ * gone, so it starts only here, from the preload's initialisation
+ * (allocations made meanwhile, pthread_atfork's and the background thread's
+ * included, go to glibc).  The program's own allocator, whatever it is,
+ * never meets it.
  *
  * One arena per CPU (at most HEAP_ARENAS), each thread bound to one, round
  * robin, the first time it allocates; jemalloc's own automatic arena (0)
@@ -19,12 +25,12 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "heap.h"
-#include "hooks.h"
 
 /* The private jemalloc's entry points (cmake/jemalloc-private.cmake). */
 void *hpje_malloc(size_t size);
@@ -82,7 +88,6 @@ static _Atomic unsigned arenas[HEAP_ARENAS];
 static unsigned n_arenas; /* slots in use: set once by sh_init */
 static extent_hooks_t *arena_hooks;
 static atomic_uint next_arena;
-static __thread int arena_flags __attribute__((tls_model("initial-exec"))); /* 0: not bound yet */
 
 /* A new arena whose extents come from the chunks' hooks: its index, or 0
  * with err set. */
@@ -125,17 +130,17 @@ static unsigned arena_of_slot(unsigned i) {
  * A thread never bound would be served by jemalloc's automatic arena, whose
  * memory is not on hugetlb chunks: hence the check on every call. */
 static int flags_of_thread(void) {
-  int f = arena_flags;
+  int f = SH_THREAD.arena_flags;
   if (HPL_LIKELY(f != 0)) return f;
   unsigned i = atomic_fetch_add_explicit(&next_arena, 1, memory_order_relaxed) % n_arenas;
   unsigned ind = arena_of_slot(i);
   if (hpje_mallctl("thread.arena", NULL, NULL, &ind, sizeof(ind)) != 0) return 0;
   f = MALLOCX_ARENA(ind);
-  arena_flags = f;
+  SH_THREAD.arena_flags = f;
   return f;
 }
 
-int sh_init(void) {
+static int sh_init(void) {
   arena_hooks = hc_init();
   if (!arena_hooks) return -1;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -143,14 +148,17 @@ int sh_init(void) {
   int err;
   unsigned first = arena_make(&err); /* the first now: a refusal is said at start, once */
   if (first == 0) {
-    hp_warn("small heap: jemalloc refused to create an arena (%s); small requests stay with glibc", strerror(err));
+    char text[160];
+    (void)snprintf(text, sizeof(text), "small heap: jemalloc refused to create an arena (%s); small requests stay "
+                   "with glibc", strerror(err));
+    sh_core.warn(text);
     return -1;
   }
   atomic_store_explicit(&arenas[0], first, memory_order_release);
   return 0;
 }
 
-bool sh_reentered(void) { return hc_in_hook(); }
+static bool sh_reentered(void) { return hc_in_hook(); }
 
 /* The arena flags for a request the heap may take, or 0: the pool is short
  * (heap.h: hc_short) or the thread could not be bound; glibc serves it. */
@@ -159,13 +167,13 @@ static int flags_if_serving(void) {
   return flags_of_thread();
 }
 
-void *sh_malloc(size_t size, bool zero) {
+static void *sh_malloc(size_t size, bool zero) {
   start_background_if_grown();
   if (HPL_UNLIKELY(flags_if_serving() == 0)) return NULL;
   return zero ? hpje_calloc(1, size ? size : 1) : hpje_malloc(size ? size : 1);
 }
 
-void *sh_memalign(size_t alignment, size_t size) {
+static void *sh_memalign(size_t alignment, size_t size) {
   int flags = flags_if_serving();
   if (HPL_UNLIKELY(flags == 0)) return NULL;
   return hpje_mallocx(size ? size : 1, flags | MALLOCX_ALIGN(alignment));
@@ -175,7 +183,7 @@ void *sh_memalign(size_t alignment, size_t size) {
  * never grows in place there) that its malloc fast path serves. */
 #define SMALL_CLASSES_MAX ((size_t)4096)
 
-void *sh_realloc(void *ptr, size_t size) {
+static void *sh_realloc(void *ptr, size_t size) {
   /* A size of the block's own class keeps the block, as jemalloc would, but
    * without its realloc's bookkeeping, which counts the whole new size as
    * allocated: a string grown a few bytes at a time past 64 KB set off a
@@ -196,13 +204,13 @@ void *sh_realloc(void *ptr, size_t size) {
   return fresh;
 }
 
-void sh_free(void *ptr) { hpje_free(ptr); /* jemalloc finds the arena from the pointer */ }
+static void sh_free(void *ptr) { hpje_free(ptr); /* jemalloc finds the arena from the pointer */ }
 
-size_t sh_usable_size(const void *ptr) { return hpje_sallocx(ptr, 0); }
+static size_t sh_usable_size(const void *ptr) { return hpje_sallocx(ptr, 0); }
 
-bool sh_owns(const void *ptr) { return hc_owns(ptr); }
+static bool sh_owns(const void *ptr) { return hc_owns(ptr); }
 
-void sh_stats(sh_counters *out) {
+static void sh_stats(hp_small_heap_counters *out) {
   hc_counters c;
   hc_stats(&c);
   out->chunks = c.chunks;
@@ -288,6 +296,30 @@ double hpl_je_round(double x) {
  * to the kernel: the plain names bind to this library's exports
  * (protect.c), which look the range up in the core's registry, and that
  * must not happen from inside jemalloc, under its locks. */
-int hpl_je_madvise(void *addr, size_t len, int advice) { return os_madvise(addr, len, advice); }
+int hpl_je_madvise(void *addr, size_t len, int advice) { return sh_core.madvise(addr, len, advice); }
 
-int hpl_je_mprotect(void *addr, size_t len, int prot) { return os_mprotect(addr, len, prot); }
+int hpl_je_mprotect(void *addr, size_t len, int prot) { return sh_core.mprotect(addr, len, prot); }
+
+/* ---- the object's one export (small-heap-bridge.h) ----------------------- */
+hp_small_heap_core sh_core;
+
+static const hp_small_heap_ops ops = {
+    .version = HP_SMALL_HEAP_VERSION,
+    .init = sh_init,
+    .malloc = sh_malloc,
+    .memalign = sh_memalign,
+    .realloc = sh_realloc,
+    .free = sh_free,
+    .usable_size = sh_usable_size,
+    .owns = sh_owns,
+    .reentered = sh_reentered,
+    .stats = sh_stats,
+};
+
+__attribute__((visibility("default"))) const hp_small_heap_ops *hugepool_small_heap_entry(
+    const hp_small_heap_core *core);
+const hp_small_heap_ops *hugepool_small_heap_entry(const hp_small_heap_core *core) {
+  if (!core || core->version != HP_SMALL_HEAP_VERSION) return NULL;
+  sh_core = *core;
+  return &ops;
+}

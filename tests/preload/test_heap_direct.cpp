@@ -8,18 +8,13 @@
 #include "heap_stress.hpp"
 #include "kernel_view.hpp"
 
+#include "small-heap-bridge.h"
+
 extern "C" {
-// preload/preload.h (C11 atomics there: declared here for C++)
-int sh_init(void);
-void *sh_malloc(size_t size, bool zero);
-void *sh_realloc(void *ptr, size_t size);
-void sh_free(void *ptr);
-size_t sh_usable_size(const void *ptr);
-bool sh_owns(const void *ptr);
-struct sh_counters {
-  uint64_t chunks, chunks_peak, chunks_returned, bytes_in_extents;
-};
-void sh_stats(sh_counters *out);
+// The two sides of preload/small-heap-bridge.h, linked here without the
+// interposer: the core's calls (small-heap-core.c) and the heap's entry.
+const hp_small_heap_core *hpl_small_heap_core(void);
+const hp_small_heap_ops *hugepool_small_heap_entry(const hp_small_heap_core *core);
 }
 
 namespace {
@@ -30,10 +25,22 @@ constexpr int kRounds = 3000; /* TSan: every byte checked is instrumented */
 constexpr int kRounds = 12000;
 #endif
 
+const hp_small_heap_ops *heap() {
+  static const hp_small_heap_ops *ops = hugepool_small_heap_entry(hpl_small_heap_core());
+  return ops;
+}
+
 bool heap_started() {
-  static bool ok = sh_init() == 0;
+  static bool ok = heap() && heap()->init() == 0;
   return ok;
 }
+
+// heap_stress::Ops takes plain functions.
+void *sh_malloc(size_t size, bool zero) { return heap()->malloc(size, zero); }
+void *sh_realloc(void *ptr, size_t size) { return heap()->realloc(ptr, size); }
+void sh_free(void *ptr) { heap()->free(ptr); }
+size_t sh_usable_size(const void *ptr) { return heap()->usable_size(ptr); }
+bool sh_owns(const void *ptr) { return heap()->owns(ptr); }
 
 }  // namespace
 
@@ -50,8 +57,8 @@ TEST_CASE("small heap, direct: 8 threads, random sizes 16 B-256 KB, random lifet
   CHECK(res.bad == 0);
   CHECK(res.failed == 0);  /* 160 pages: the pool never ran short */
   CHECK(res.aligned == 0); /* never 2 MB aligned */
-  sh_counters c{};
-  sh_stats(&c);
+  hp_small_heap_counters c{};
+  heap()->stats(&c);
   CHECK(c.chunks_peak > 0);
 }
 
