@@ -25,7 +25,9 @@
  * namespace has its own libc and never sees the preload. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hooks.h"
@@ -152,17 +154,21 @@ __asm__(".text\n"
 HPL_HIDDEN hp_small_heap_ops hpl_sh;
 
 /* Loaded from the interposer's own directory, by absolute path: no search,
- * no variable names another file (what the interposer's path is, the
- * loader chose: LD_PRELOAD, or the secure directories alone for a setuid
- * program).  Never closed. */
+ * no variable names another file.  The directory is the one the interposer
+ * itself was loaded from (the loader chose it: LD_PRELOAD, or the secure
+ * directories alone for a setuid program, where the options, and so the
+ * heap, are off anyway), with symbolic links resolved, so that a link to
+ * the interposer finds the heap installed beside the real file.  Never
+ * closed. */
 static int small_heap_load(void) {
-  char path[4096];
+  char own[4096], path[PATH_MAX];
   const size_t room = sizeof(path) - sizeof("/" HP_SMALL_HEAP_LIB);
-  char *slash = hpl_own_path(path, room) ? strrchr(path, '/') : NULL;
+  bool found = hpl_own_path(own, sizeof(own)) && realpath(own, path) && strlen(path) < room;
+  char *slash = found ? strrchr(path, '/') : NULL;
   if (!slash) {
-    hp_warn("--small-heap: cannot tell where this interposer was loaded from (its path must have a '/' and "
-            "under %zu characters); small requests stay with glibc",
-            room);
+    hp_warn("--small-heap: cannot tell which directory this interposer was loaded from (%s); small requests stay "
+            "with glibc",
+            found ? "no '/' in its path" : "its path unknown, unresolved or too long");
     return -1;
   }
   memcpy(slash + 1, HP_SMALL_HEAP_LIB, sizeof(HP_SMALL_HEAP_LIB));
@@ -180,7 +186,7 @@ static int small_heap_load(void) {
   sym = hp_dlsym(lib, HP_SMALL_HEAP_ENTRY);
   memcpy(&entry, &sym, sizeof(entry));
   const hp_small_heap_ops *ops = sym ? entry(hpl_small_heap_core()) : NULL;
-  if (!ops) {
+  if (!ops || ops->version != HP_SMALL_HEAP_VERSION || ops->ops_size != sizeof(*ops)) {
     hp_warn("--small-heap: %s is not this interposer's (another build or version); small requests stay with glibc",
             path);
     return -1;

@@ -24,7 +24,8 @@
  *    large extent, a decay) come here, never a malloc served from a thread
  *    cache or a bin.
  * 5. The hooks run inside jemalloc: anything they allocate must not reach
- *    the heap again (hc_in_hook() sends it to glibc).
+ *    the heap again (the interposer reads SH_THREAD.in_hook and sends it
+ *    to glibc).
  * 6. Which pointers are ours: one bit per 2 MB of address space (8 MB of
  *    virtual memory, touched only where chunks live), read without a lock.
  *    A chunk's bit is set before jemalloc sees any of it and cleared before
@@ -58,8 +59,6 @@ static chunk *chunks; /* chunk_lock; sorted by address: lowest first fit */
 static _Atomic(uint64_t) *owner_bits;
 static _Atomic uint64_t n_live, n_peak, n_returned, n_short, pages_used;
 atomic_bool hc_grown;
-
-bool hc_in_hook(void) { return SH_THREAD.in_hook != 0; }
 
 bool hc_owns(const void *ptr) {
   uintptr_t bit = (uintptr_t)ptr >> 21;

@@ -14,8 +14,7 @@
 
 /* The core's calls, handed over by the interposer (small-heap.c). */
 extern HPL_HIDDEN hp_small_heap_core sh_core;
-/* The heap's flags per thread: defined by the interposer (small-heap-bridge.h). */
-extern __thread hp_small_heap_thread hugepool_small_heap_thread __attribute__((tls_model("initial-exec")));
+/* The heap's flags per thread: defined by the interposer (preload.h). */
 #define SH_THREAD hugepool_small_heap_thread
 
 /* ---- heap-chunks.c ------------------------------------------------------- */
@@ -30,8 +29,6 @@ HPL_HIDDEN bool hc_owns(const void *ptr);
  * callers send small requests to glibc meanwhile.  Lock-free; reads the
  * clock only while short, once every 64 requests of a thread. */
 HPL_HIDDEN bool hc_short(void);
-/* True while this thread runs one of the hooks. */
-HPL_HIDDEN bool hc_in_hook(void);
 typedef struct hc_counters {
   uint64_t chunks, chunks_peak, chunks_returned, shortages, bytes_in_extents;
 } hc_counters;

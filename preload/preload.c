@@ -278,7 +278,8 @@ static void count_small_fallback(void) {
 }
 
 static bool small_heap_takes(size_t size) {
-  return atomic_load_explicit(&hpl_small_heap_on, memory_order_relaxed) && size <= HPL_SMALL_MAX && !hpl_sh.reentered();
+  return atomic_load_explicit(&hpl_small_heap_on, memory_order_acquire) && size <= HPL_SMALL_MAX &&
+         hugepool_small_heap_thread.in_hook == 0; /* not from inside the heap's hooks */
 }
 
 /* Not ready: passive (the heap behind us), or starting (glibc's, noted). */
@@ -314,7 +315,7 @@ static origin origin_of(const void *ptr) {
   if (((uintptr_t)ptr & (HPL_2M - 1)) == 0) {
     return hugepool_owns(ptr) ? FROM_HUGEPOOL : FROM_GLIBC;
   }
-  if (atomic_load_explicit(&hpl_small_heap_on, memory_order_relaxed) && hpl_sh.owns(ptr)) return FROM_SMALL_HEAP;
+  if (atomic_load_explicit(&hpl_small_heap_on, memory_order_acquire) && hpl_sh.owns(ptr)) return FROM_SMALL_HEAP;
   return FROM_GLIBC;
 }
 

@@ -139,6 +139,8 @@ extern HPL_HIDDEN _Atomic uint64_t hpl_deepbind_stripped;
 HPL_HIDDEN void hpl_small_heap_start(void);
 /* The heap's calls, valid once hpl_small_heap_on is set. */
 extern HPL_HIDDEN hp_small_heap_ops hpl_sh;
+/* The heap's flags per thread (small-heap-core.c). */
+extern __thread hp_small_heap_thread hugepool_small_heap_thread __attribute__((tls_model("initial-exec")));
 /* small-heap-core.c: the core's calls the heap gets. */
 HPL_HIDDEN const hp_small_heap_core *hpl_small_heap_core(void);
 /* other-heap.c: the path the loader opened this interposer by, in out;

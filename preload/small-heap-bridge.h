@@ -7,7 +7,7 @@
  * bench/RESULTS.md section 36).
  *
  * The interposer loads it with dlopen from its own directory at start-up
- * (dlopen.c: hpl_small_heap_load), calls its one exported function,
+ * (dlopen.c: hpl_small_heap_start), calls its one exported function,
  * hugepool_small_heap_entry, with the core's calls the heap needs (a table,
  * hp_small_heap_core), and gets the heap's calls back (hp_small_heap_ops).
  * Nothing else crosses: the object links nothing of the core and defines
@@ -29,7 +29,10 @@
 
 #define HP_SMALL_HEAP_ENTRY "hugepool_small_heap_entry"
 #define HP_SMALL_HEAP_LIB "libhugepool_small_heap.so"
-#define HP_SMALL_HEAP_VERSION 1
+/* Both objects come from one build: the version, and the sizes of the
+ * tables and of the thread data each side was built with, must agree, or
+ * the heap refuses (another jemalloc would write past the thread data). */
+#define HP_SMALL_HEAP_VERSION 2
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,7 +40,11 @@ extern "C" {
 
 /* The core's calls the heap makes (hooks.h says what each does). */
 typedef struct hp_small_heap_core {
-  int version; /* HP_SMALL_HEAP_VERSION */
+  int version;        /* HP_SMALL_HEAP_VERSION */
+  size_t core_size;   /* sizeof(hp_small_heap_core) */
+  size_t ops_size;    /* sizeof(hp_small_heap_ops) */
+  size_t thread_size; /* sizeof(hp_small_heap_thread) */
+  size_t tsd_size;    /* of hugepool_small_heap_tsd: jemalloc's thread data */
   /* A 2 MB hugetlb chunk from hugepool (hp_allocate; *fresh: newly mapped,
    * so zero), NULL if the pool cannot give one; and back to the pool. */
   void *(*chunk_alloc)(bool *fresh);
@@ -58,7 +65,8 @@ typedef struct hp_small_heap_counters {
 
 /* The heap's calls (small-heap.c says what each does). */
 typedef struct hp_small_heap_ops {
-  int version; /* HP_SMALL_HEAP_VERSION */
+  int version;      /* HP_SMALL_HEAP_VERSION */
+  size_t ops_size;  /* sizeof(hp_small_heap_ops) */
   int (*init)(void);
   void *(*malloc)(size_t size, bool zero); /* NULL: the pool is short, the caller falls back */
   void *(*memalign)(size_t alignment, size_t size);
@@ -66,16 +74,16 @@ typedef struct hp_small_heap_ops {
   void (*free)(void *ptr);
   size_t (*usable_size)(const void *ptr);
   bool (*owns)(const void *ptr);
-  bool (*reentered)(void); /* inside the heap's own hooks: allocate from glibc */
   void (*stats)(hp_small_heap_counters *out);
 } hp_small_heap_ops;
 
-/* libhugepool_small_heap.so's one export: NULL if the versions differ. */
+/* libhugepool_small_heap.so's one export: NULL if the versions or sizes
+ * differ (the caller checks version and ops_size of what it gets too). */
 typedef const hp_small_heap_ops *(*hp_small_heap_entry_fn)(const hp_small_heap_core *core);
 
 /* The heap's flags per thread (heap-chunks.c, small-heap.c). */
 typedef struct hp_small_heap_thread {
-  int in_hook;          /* inside an extent hook */
+  int in_hook;          /* inside an extent hook: the interposer sends what it allocates to glibc */
   unsigned short_skip;  /* requests left to send to glibc while short */
   int arena_flags;      /* MALLOCX_ARENA of the thread's arena; 0: not bound yet */
 } hp_small_heap_thread;

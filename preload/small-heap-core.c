@@ -25,6 +25,10 @@ static void warn_text(const char *text) { hp_warn("%s", text); }
 
 static const hp_small_heap_core core = {
     .version = HP_SMALL_HEAP_VERSION,
+    .core_size = sizeof(hp_small_heap_core),
+    .ops_size = sizeof(hp_small_heap_ops),
+    .thread_size = sizeof(hp_small_heap_thread),
+    .tsd_size = HP_JEMALLOC_TSD_SIZE,
     .chunk_alloc = chunk_alloc,
     .chunk_free = hp_free_to_pool,
     .kind_of = kind_of,

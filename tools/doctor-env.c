@@ -191,6 +191,37 @@ static void check_fork_copy(void) {
              "forks each worker, measured 3x the start of Pool(4) over a 400 MB array");
 }
 
+/* HUGEPOOL_SMALL_HEAP under the preload: the interposer loads the heap
+ * from its own directory (libhugepool_small_heap.so); a partial copy of
+ * the interposer elsewhere leaves every small request to glibc. */
+static void check_small_heap_object(void) {
+  const char *pre = getenv("LD_PRELOAD");
+  const char *on = getenv(option_desc(HP_OPT_SMALL_HEAP)->name);
+  long long v = 0;
+  char expected[96], entry[4096];
+  if (!pre || !on || option_parse(HP_OPT_SMALL_HEAP, on, true, &v, expected, sizeof expected) != 0 || !v) return;
+  for (const char *p = pre; *p;) { /* entries: separated by spaces or colons */
+    size_t n = strcspn(p, " :");
+    if (n > 0 && n < sizeof entry) {
+      memcpy(entry, p, n);
+      entry[n] = '\0';
+      char *slash = strrchr(entry, '/');
+      if (slash && strcmp(slash + 1, "libhugepool_preload.so") == 0 &&
+          (size_t)(slash + 1 - entry) + sizeof("libhugepool_small_heap.so") <= sizeof entry) {
+        memcpy(slash + 1, "libhugepool_small_heap.so", sizeof("libhugepool_small_heap.so"));
+        if (access(entry, R_OK) != 0)
+          dr_problem(DR_WARNING, "install hugepool whole (cmake --install, or the hugepool-tools package)",
+                     "%s is set, but %s is missing beside the interposer: every small request stays with glibc",
+                     option_desc(HP_OPT_SMALL_HEAP)->name, entry);
+        else
+          dr_row("small heap: %s", entry);
+        return;
+      }
+    }
+    p += n + (p[n] != '\0');
+  }
+}
+
 void dr_check_limits_env(void) {
   dr_section("limits", "RLIMIT_MEMLOCK (what NIC memory registration needs)");
   check_memlock();
@@ -201,4 +232,5 @@ void dr_check_limits_env(void) {
   check_ucx_tls();
   check_fi_mr_cache_monitor();
   check_fork_copy();
+  check_small_heap_object();
 }

@@ -82,6 +82,7 @@ for pair in "libhugepool-mpi0 /libhugepool_mpi.so.0" "libhugepool-mpi-dev /libhu
   "hugepool-helper ./etc/hugepool/reserve.conf\$" "hugepool-helper ./usr/lib/tmpfiles.d/hugepool.conf\$" \
   "hugepool-slurm ./etc/slurm/plugstack.conf.d/hugepool.conf\$" "hugepool-tools /man1/hugepool-demo.1.gz\$" \
   "hugepool-tools /doc/hugepool-tools/README.md.gz\$" "hugepool-tools /bash-completion/completions/hugepool-run\$" \
+  "hugepool-tools /libhugepool_small_heap.so\$" \
   "hugepool-helper /bash-completion/completions/hugepool-reserve\$" \
   "libhugepool-dev /man3/hugepool_alloc.3.gz -> hugepool.3.gz\$" "libhugepool-dev /man3/hugepool_segment_map.3.gz -> " \
   "python3-hugepool ./usr/lib/python3/dist-packages/hugepool/__init__.py\$" \
@@ -218,6 +219,9 @@ clean_root() {
   grep -q '^verdict: ' <<<"$out" && pass "clean root: hugepool doctor gives its verdict" || fail "clean root: doctor: $out"
   out=$(in_root hugepool-run -- /bin/cat /proc/self/maps 2>&1) && grep -q '/usr/lib/.*libhugepool_preload.so' <<<"$out" &&
     pass "clean root: hugepool-run preloads the installed interposer" || fail "clean root: hugepool-run: $out"
+  out=$(in_root hugepool-run --small-heap -- /bin/cat /proc/self/maps 2>&1) &&
+    grep -q '/usr/lib/.*libhugepool_small_heap.so' <<<"$out" && ! grep -q 'cannot load' <<<"$out" &&
+    pass "clean root: --small-heap loads the installed small heap" || fail "clean root: --small-heap: $out"
   out=$(in_root hugepool-stats --help 2>&1) && pass "clean root: hugepool-stats runs (python3 declared)" ||
     fail "clean root: hugepool-stats: $out"
   out=$(in_root hugepool-demo 2>&1) || true

@@ -471,6 +471,27 @@ def fake_trees():
     scenario("HUGEPOOL_CUDA=1 with a hand-made LD_PRELOAD", None, "warning", "without its CUDA interposer",
              "hugepool-run --cuda", env={"HUGEPOOL_CUDA": "1", "LD_PRELOAD": "/usr/lib/libhugepool_preload.so"})
 
+    # HUGEPOOL_SMALL_HEAP under an interposer whose directory lacks the small
+    # heap's object (the interposer loads it from there): a warning; with it
+    # beside (empty files: the loader refuses to preload them, the doctor
+    # only looks), none.
+    pre = {"LD_PRELOAD": "/nonexistent/libhugepool_preload.so", "UCX_MEM_MALLOC_HOOKS": "n"}
+    scenario("HUGEPOOL_SMALL_HEAP=1, the interposer alone", None, "warning",
+             "/nonexistent/libhugepool_small_heap.so is missing beside the interposer", "install hugepool whole",
+             env=dict(pre, HUGEPOOL_SMALL_HEAP="1"))
+    libdir = tempfile.mkdtemp(prefix="doctor-lib-")
+    root = tempfile.mkdtemp(prefix="doctor-")
+    os.chmod(root, 0o755)
+    healthy_tree(root)
+    for f in ("libhugepool_preload.so", "libhugepool_small_heap.so"):
+        open(os.path.join(libdir, f), "w").close()
+    code, rep, err = doctor(root, env={"LD_PRELOAD": os.path.join(libdir, "libhugepool_preload.so"),
+                                       "UCX_MEM_MALLOC_HOOKS": "n", "HUGEPOOL_SMALL_HEAP": "1"})
+    check(rep is not None and not has(rep, "warning", "is missing beside the interposer"),
+          "HUGEPOOL_SMALL_HEAP=1, the small heap beside the interposer: no warning")
+    shutil.rmtree(root)
+    shutil.rmtree(libdir)
+
     # The helper is optional: what is wrong with it is a note with its fix,
     # never a failed verdict.
     b = "/usr/local/bin/hugepool-reserve"
