@@ -199,7 +199,13 @@ void hpl_small_heap_start(void) {
   if (atomic_load(&hpl_small_heap_on)) return;
   if (small_heap_load() == 0) {
     atomic_store(&hpl_small_heap_on, true); /* after hpl_sh: other threads may look */
+    /* Its failed dlsym (not a CPython process) allocates the loader's
+     * message: to glibc, as inside the hooks, or the heap would take its
+     * first chunk (a fresh 2 MB page the kernel zeroes: 0.5 ms) in every
+     * process that never allocates after. */
+    hugepool_small_heap_thread.in_hook++;
     hpl_python_arenas();
+    hugepool_small_heap_thread.in_hook--;
   } else {
     atomic_store(&hpl_glibc_direct, hpl_early_close()); /* glibc's heap alone after all */
   }
