@@ -31,7 +31,7 @@ static __thread int in_init __attribute__((tls_model("initial-exec")));
  * gives a refused large request to glibc; strict fails it; thp and small
  * let the core fall back, and glibc serves what the core still refuses. */
 static bool policy_strict;
-static bool small_heap_wanted; /* --small-heap, glibc behind us: small_heap_start loads it */
+static bool small_heap_wanted; /* --small-heap, glibc behind us: the constructor loads it */
 static atomic_bool shortage_reported;
 
 /* The counters below are written on request paths, the settings above are
