@@ -49,8 +49,10 @@ static void resolve(void) {
 /* Before any constructor of the program can call dlopen. */
 __attribute__((constructor(101))) static void dlopen_constructor(void) { resolve(); }
 
-/* Reached only by a dlopen made before the constructor above ran (another
- * library's constructor): glibc then sees this function as the caller. */
+/* glibc's dlopen, resolved first if need be: reached by a dlopen made
+ * before the constructor above ran (another library's constructor; glibc
+ * then sees this function as the caller), and by the small heap's load
+ * below, whatever the order of the two constructors. */
 HPL_HIDDEN void *hpl_dlopen_unresolved(const char *file, int mode);
 HPL_HIDDEN void *hpl_dlmopen_unresolved(Lmid_t lmid, const char *file, int mode);
 
@@ -172,18 +174,14 @@ static int small_heap_load(void) {
     return -1;
   }
   memcpy(slash + 1, HP_SMALL_HEAP_LIB, sizeof(HP_SMALL_HEAP_LIB));
-  resolve();
-  void *(*real)(const char *, int);
-  void *sym = hpl_real_dlopen;
-  memcpy(&real, &sym, sizeof(real));
-  void *lib = real ? real(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) : NULL;
+  void *lib = hpl_dlopen_unresolved(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE); /* glibc's, found if need be */
   if (!lib) {
     const char *why = dlerror();
     hp_warn("--small-heap: cannot load the small heap: %s; small requests stay with glibc", why ? why : path);
     return -1;
   }
   hp_small_heap_entry_fn entry;
-  sym = hp_dlsym(lib, HP_SMALL_HEAP_ENTRY);
+  void *sym = hp_dlsym(lib, HP_SMALL_HEAP_ENTRY);
   memcpy(&entry, &sym, sizeof(entry));
   const hp_small_heap_ops *ops = sym ? entry(hpl_small_heap_core()) : NULL;
   if (!ops || ops->version != HP_SMALL_HEAP_VERSION || ops->ops_size != sizeof(*ops)) {
