@@ -4,6 +4,7 @@
  * whether hugetlb pages help. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,13 +193,14 @@ static void check_fork_copy(void) {
 }
 
 /* HUGEPOOL_SMALL_HEAP under the preload: the interposer loads the heap
- * from its own directory (libhugepool_small_heap.so); a partial copy of
- * the interposer elsewhere leaves every small request to glibc. */
+ * from its own directory, links resolved (preload/dlopen.c); a partial copy
+ * of the interposer elsewhere leaves every small request to glibc. */
 static void check_small_heap_object(void) {
+  static const char heap[] = "libhugepool_small_heap.so";
   const char *pre = getenv("LD_PRELOAD");
   const char *on = getenv(option_desc(HP_OPT_SMALL_HEAP)->name);
   long long v = 0;
-  char expected[96], entry[4096];
+  char expected[96], entry[PATH_MAX], real[PATH_MAX];
   if (!pre || !on || option_parse(HP_OPT_SMALL_HEAP, on, true, &v, expected, sizeof expected) != 0 || !v) return;
   for (const char *p = pre; *p;) { /* entries: separated by spaces or colons */
     size_t n = strcspn(p, " :");
@@ -206,15 +208,17 @@ static void check_small_heap_object(void) {
       memcpy(entry, p, n);
       entry[n] = '\0';
       char *slash = strrchr(entry, '/');
-      if (slash && strcmp(slash + 1, "libhugepool_preload.so") == 0 &&
-          (size_t)(slash + 1 - entry) + sizeof("libhugepool_small_heap.so") <= sizeof entry) {
-        memcpy(slash + 1, "libhugepool_small_heap.so", sizeof("libhugepool_small_heap.so"));
-        if (access(entry, R_OK) != 0)
+      if (slash && strcmp(slash + 1, "libhugepool_preload.so") == 0) {
+        char *path = realpath(entry, real) ? real : entry; /* where the interposer looks: links resolved */
+        char *cut = strrchr(path, '/');
+        if (!cut || (size_t)(cut + 1 - path) + sizeof(heap) > PATH_MAX) return;
+        memcpy(cut + 1, heap, sizeof(heap));
+        if (access(path, R_OK) != 0)
           dr_problem(DR_WARNING, "install hugepool whole (cmake --install, or the hugepool-tools package)",
                      "%s is set, but %s is missing beside the interposer: every small request stays with glibc",
-                     option_desc(HP_OPT_SMALL_HEAP)->name, entry);
+                     option_desc(HP_OPT_SMALL_HEAP)->name, path);
         else
-          dr_row("small heap: %s", entry);
+          dr_row("small heap: %s", path);
         return;
       }
     }

@@ -489,8 +489,23 @@ def fake_trees():
                                        "UCX_MEM_MALLOC_HOOKS": "n", "HUGEPOOL_SMALL_HEAP": "1"})
     check(rep is not None and not has(rep, "warning", "is missing beside the interposer"),
           "HUGEPOOL_SMALL_HEAP=1, the small heap beside the interposer: no warning")
+    # A link to the interposer: the interposer looks beside the file the
+    # link names (links resolved), and so does the doctor.
+    linkdir = tempfile.mkdtemp(prefix="doctor-link-")
+    os.symlink(os.path.join(libdir, "libhugepool_preload.so"), os.path.join(linkdir, "libhugepool_preload.so"))
+    code, rep, err = doctor(root, env={"LD_PRELOAD": os.path.join(linkdir, "libhugepool_preload.so"),
+                                       "UCX_MEM_MALLOC_HOOKS": "n", "HUGEPOOL_SMALL_HEAP": "1"})
+    check(rep is not None and not has(rep, "warning", "is missing beside the interposer"),
+          "HUGEPOOL_SMALL_HEAP=1, a link to the interposer, the heap beside its target: no warning")
+    os.unlink(os.path.join(libdir, "libhugepool_small_heap.so"))
+    open(os.path.join(linkdir, "libhugepool_small_heap.so"), "w").close()
+    code, rep, err = doctor(root, env={"LD_PRELOAD": os.path.join(linkdir, "libhugepool_preload.so"),
+                                       "UCX_MEM_MALLOC_HOOKS": "n", "HUGEPOOL_SMALL_HEAP": "1"})
+    check(rep is not None and has(rep, "warning", os.path.join(libdir, "libhugepool_small_heap.so") + " is missing"),
+          "HUGEPOOL_SMALL_HEAP=1, a link to the interposer, the heap beside the link only: a warning")
     shutil.rmtree(root)
     shutil.rmtree(libdir)
+    shutil.rmtree(linkdir)
 
     # The helper is optional: what is wrong with it is a note with its fix,
     # never a failed verdict.
