@@ -3,10 +3,13 @@
  * hugepool-run --cuda), in an object of its own: libhugepool_cuda_preload.so,
  * which hugepool-run preloads after the interposer only when CUDA is asked
  * for, so that no other program defines a CUDA name.  It reaches the
- * interposer's core through cuda-bridge.h alone.  Exported: cuMemHostRegister(_v2) and
- * cuMemHostUnregister (libcuda's), cuGetProcAddress(_v2) (how the CUDA
- * runtime and libraries reach the driver: by name, not through exported
- * symbols), cudaHostRegister and cudaHostUnregister (libcudart's).
+ * interposer's core through cuda-bridge.h alone.  Exported here:
+ * cuMemHostRegister(_v2) and cuMemHostUnregister (libcuda's),
+ * cudaHostRegister and cudaHostUnregister (libcudart's), and the calls
+ * that hand out driver functions by name: cuGetProcAddress(_v2) (how the
+ * CUDA runtime and libraries reach the driver) and the runtime's
+ * cudaGetDriverEntryPoint(ByVersion) (how a program reaches it through the
+ * runtime).  The copies of rule 6 are in cuda-copies.c.
  *
  * Rules:
  *  1. Off (the default) every call goes to the next definition unchanged
@@ -28,11 +31,15 @@
  *     context yet) goes to the driver as it is.  More than 16384 ranges
  *     registered at once are refused (OUT_OF_MEMORY, one line).
  *  5. hugepool never creates a CUDA context (registrar-gpu.c).
- *  6. HUGEPOOL_CUDA=all (--cuda=all) also registers, at the program's first
- *     copy of at least 1 MiB between it and a device (cudaMemcpy,
- *     cudaMemcpyAsync, cuMemcpyHtoD/DtoH(Async)_v2), the hugepool buffer
- *     holding the host side, once, if the program has a CUDA context: its
- *     copies then run at the registered rate. */
+ *  6. HUGEPOOL_CUDA=all (--cuda=all) also registers the hugepool buffer
+ *     that a copy of at least 1 MiB reads or writes on the host, at the
+ *     first such copy (cuda-copies.c).
+ *  7. A program built with nvcc's default, the runtime linked statically,
+ *     calls its runtime's cudaHostRegister inside its own binary: that call
+ *     and the driver functions its runtime hands out never reach this
+ *     object (the driver's exported ones it calls still do).  Measured on
+ *     an H200 (bench/RESULTS.md): link with -cudart shared to have them
+ *     served. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -41,22 +48,18 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cuda-bridge.h"
+#include "cuda-preload.h"
 #include "hooks.h" /* the HUGEPOOL_CUDA modes; nothing of the core is called */
 
-#define HPL_EXPORT __attribute__((visibility("default")))
-
-typedef int CUresult;
 typedef uint64_t cuuint64_t;
 typedef CUresult (*register_fn)(void *p, size_t bytes, unsigned flags);
 typedef CUresult (*unregister_fn)(void *p);
 typedef CUresult (*gpa_v1_fn)(const char *symbol, void **pfn, int version, cuuint64_t flags);
 typedef CUresult (*gpa_v2_fn)(const char *symbol, void **pfn, int version, cuuint64_t flags, int *status);
-enum { CU_OK = 0, CU_INVALID_VALUE = 1, CU_OUT_OF_MEMORY = 2, CU_NOT_INITIALIZED = 3 };
 enum { CU_ALREADY_REGISTERED = 712, CU_NOT_REGISTERED = 713 };
 #define SERVED_FLAGS 0x3u /* PORTABLE | DEVICEMAP: what a cached registration has */
 
-static const hp_cuda_bridge *core(void);
+#define core hpl_cuda_core
 
 /* ---- the program's registered ranges ------------------------------------ */
 #define PROGRAM_RANGES 16384 /* .bss: only the pages used are memory */
@@ -105,9 +108,9 @@ static atomic_int cuda_mode = -1; /* -1: not read yet; else HP_CUDA_OFF, _ON, _A
 static atomic_int registrar_id;   /* 0: not asked yet; -1: no driver */
 static const hp_cuda_bridge *_Atomic bridge;
 
-/* The interposer's core (cuda-bridge.h); only called once cuda_on() said
+/* The interposer's core (cuda-bridge.h); only called once hpl_cuda_on() said
  * yes, which it says only when the bridge was found. */
-static const hp_cuda_bridge *core(void) { return atomic_load_explicit(&bridge, memory_order_acquire); }
+const hp_cuda_bridge *hpl_cuda_core(void) { return atomic_load_explicit(&bridge, memory_order_acquire); }
 
 static const hp_cuda_bridge *find_bridge(void) {
   if (!hp_libc_complete()) return NULL; /* the interposer is passive under this glibc (libc-floor.h) */
@@ -118,7 +121,7 @@ static const hp_cuda_bridge *find_bridge(void) {
   return b && b->version == HP_CUDA_BRIDGE_VERSION ? b : NULL;
 }
 
-static bool cuda_on(void) {
+bool hpl_cuda_on(void) {
   int mode = atomic_load_explicit(&cuda_mode, memory_order_relaxed);
   if (mode < 0) {
     const hp_cuda_bridge *b = find_bridge(); /* none: preloaded without the interposer, off */
@@ -129,7 +132,11 @@ static bool cuda_on(void) {
   return mode != HP_CUDA_OFF;
 }
 
-static int cuda_registrar(void) {
+bool hpl_cuda_all(void) {
+  return hpl_cuda_on() && atomic_load_explicit(&cuda_mode, memory_order_relaxed) == HP_CUDA_ALL;
+}
+
+int hpl_cuda_registrar(void) {
   int id = atomic_load(&registrar_id);
   if (id == 0) {
     id = core()->cuda_registrar();
@@ -162,7 +169,7 @@ static long record_range(const char *p, uintptr_t end, uintptr_t buffer, int id)
  * chunks from several threads at once. */
 static long served_register(void *p, size_t bytes, unsigned flags) {
   int id;
-  if (!cuda_on() || bytes == 0 || (flags & ~SERVED_FLAGS) || (id = cuda_registrar()) < 0) return -1;
+  if (!hpl_cuda_on() || bytes == 0 || (flags & ~SERVED_FLAGS) || (id = hpl_cuda_registrar()) < 0) return -1;
   uintptr_t start = (uintptr_t)p, end = start + bytes;
   pthread_mutex_lock(&ranges_lock);
   bool overlaps = overlaps_program_range(start, end, id);
@@ -180,7 +187,7 @@ static long served_register(void *p, size_t bytes, unsigned flags) {
 
 static long served_unregister(void *p) {
   int id;
-  if (!cuda_on() || (id = atomic_load(&registrar_id)) <= 0) return -1;
+  if (!hpl_cuda_on() || (id = atomic_load(&registrar_id)) <= 0) return -1;
   pthread_mutex_lock(&ranges_lock);
   int i = program_range_index((uintptr_t)p, id);
   if (i >= 0) drop_range((size_t)i);
@@ -189,11 +196,7 @@ static long served_unregister(void *p) {
   return core()->registered_range(p, id, &(void *){0}, &(size_t){0}) ? CU_NOT_REGISTERED : -1;
 }
 
-/* ---- the next definitions ------------------------------------------------
- * dlsym and the driver's cuGetProcAddress give object pointers; ISO C
- * converts them to and from function pointers only through their bytes. */
-typedef void (*any_fn)(void);
-
+/* ---- the next definitions ------------------------------------------------ */
 static any_fn to_fn(void *p) {
   any_fn f;
   memcpy(&f, &p, sizeof(f));
@@ -206,31 +209,37 @@ static void *to_ptr(any_fn f) {
   return p;
 }
 
-/* The next definition of each entry point, found once (dlsym costs more
- * than the copies it would sit in front of). */
-enum next_symbol {
-  NEXT_cuMemHostRegister,
-  NEXT_cuMemHostRegister_v2,
-  NEXT_cuMemHostUnregister,
-  NEXT_cuGetProcAddress,
-  NEXT_cuGetProcAddress_v2,
-  NEXT_cudaHostRegister,
-  NEXT_cudaHostUnregister,
-  NEXT_cudaMemcpy,
-  NEXT_cudaMemcpyAsync,
-  NEXT_cuMemcpyHtoD_v2,
-  NEXT_cuMemcpyHtoDAsync_v2,
-  NEXT_cuMemcpyDtoH_v2,
-  NEXT_cuMemcpyDtoHAsync_v2,
-  NEXT_COUNT
-};
 static const char *const next_names[NEXT_COUNT] = {
-    "cuMemHostRegister",    "cuMemHostRegister_v2", "cuMemHostUnregister", "cuGetProcAddress", "cuGetProcAddress_v2",
-    "cudaHostRegister",     "cudaHostUnregister",   "cudaMemcpy",          "cudaMemcpyAsync",  "cuMemcpyHtoD_v2",
-    "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoH_v2",      "cuMemcpyDtoHAsync_v2"};
+    [NEXT_cuMemHostRegister] = "cuMemHostRegister",
+    [NEXT_cuMemHostRegister_v2] = "cuMemHostRegister_v2",
+    [NEXT_cuMemHostUnregister] = "cuMemHostUnregister",
+    [NEXT_cuGetProcAddress] = "cuGetProcAddress",
+    [NEXT_cuGetProcAddress_v2] = "cuGetProcAddress_v2",
+    [NEXT_cudaGetDriverEntryPoint] = "cudaGetDriverEntryPoint",
+    [NEXT_cudaGetDriverEntryPointByVersion] = "cudaGetDriverEntryPointByVersion",
+    [NEXT_cudaHostRegister] = "cudaHostRegister",
+    [NEXT_cudaHostUnregister] = "cudaHostUnregister",
+    [NEXT_cudaMemcpy] = "cudaMemcpy",
+    [NEXT_cudaMemcpy_ptds] = "cudaMemcpy_ptds",
+    [NEXT_cudaMemcpyAsync] = "cudaMemcpyAsync",
+    [NEXT_cudaMemcpyAsync_ptsz] = "cudaMemcpyAsync_ptsz",
+    [NEXT_cudaMemcpy2D] = "cudaMemcpy2D",
+    [NEXT_cudaMemcpy2D_ptds] = "cudaMemcpy2D_ptds",
+    [NEXT_cudaMemcpy2DAsync] = "cudaMemcpy2DAsync",
+    [NEXT_cudaMemcpy2DAsync_ptsz] = "cudaMemcpy2DAsync_ptsz",
+    [NEXT_cuMemcpyHtoD_v2] = "cuMemcpyHtoD_v2",
+    [NEXT_cuMemcpyHtoD_v2_ptds] = "cuMemcpyHtoD_v2_ptds",
+    [NEXT_cuMemcpyHtoDAsync_v2] = "cuMemcpyHtoDAsync_v2",
+    [NEXT_cuMemcpyHtoDAsync_v2_ptsz] = "cuMemcpyHtoDAsync_v2_ptsz",
+    [NEXT_cuMemcpyDtoH_v2] = "cuMemcpyDtoH_v2",
+    [NEXT_cuMemcpyDtoH_v2_ptds] = "cuMemcpyDtoH_v2_ptds",
+    [NEXT_cuMemcpyDtoHAsync_v2] = "cuMemcpyDtoHAsync_v2",
+    [NEXT_cuMemcpyDtoHAsync_v2_ptsz] = "cuMemcpyDtoHAsync_v2_ptsz",
+};
 static _Atomic(any_fn) next_found[NEXT_COUNT];
 
-static any_fn next(enum next_symbol which) {
+/* Found once (dlsym costs more than the copies it would sit in front of). */
+any_fn hpl_cuda_next(enum next_symbol which) {
   any_fn f = atomic_load_explicit(&next_found[which], memory_order_relaxed);
   if (!f) {
     f = to_fn(hp_dlsym(RTLD_NEXT, next_names[which])); /* NULL (none yet) is asked again */
@@ -238,6 +247,7 @@ static any_fn next(enum next_symbol which) {
   }
   return f;
 }
+#define next hpl_cuda_next
 
 /* ---- libcuda's entry points ---------------------------------------------- */
 HPL_EXPORT CUresult cuMemHostRegister(void *p, size_t bytes, unsigned flags);
@@ -306,7 +316,7 @@ static any_fn ours_for(const char *symbol, any_fn real) {
 
 /* What the driver handed out, swapped for ours (rule 1: on only). */
 static void hand_back(const char *symbol, void **pfn) {
-  if (!cuda_on() || !symbol || !*pfn) return;
+  if (!hpl_cuda_on() || !symbol || !*pfn) return;
   any_fn ours = ours_for(symbol, to_fn(*pfn));
   if (ours) *pfn = to_ptr(ours);
 }
@@ -327,6 +337,34 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint
   return rc;
 }
 
+/* The runtime's way to the driver by name: it asks the driver through its
+ * own handle of libcuda, where cuGetProcAddress above never sees it, so
+ * what it hands the program is swapped here (the driver's numbers for the
+ * errors; cudaDriverEntryPointQueryResult as the driver's status). */
+typedef int (*entry_fn)(const char *symbol, void **pfn, unsigned long long flags, int *status);
+typedef int (*entry_by_version_fn)(const char *symbol, void **pfn, unsigned version, unsigned long long flags,
+                                   int *status);
+HPL_EXPORT int cudaGetDriverEntryPoint(const char *symbol, void **pfn, unsigned long long flags, int *status);
+HPL_EXPORT int cudaGetDriverEntryPointByVersion(const char *symbol, void **pfn, unsigned version,
+                                                unsigned long long flags, int *status);
+
+int cudaGetDriverEntryPoint(const char *symbol, void **pfn, unsigned long long flags, int *status) {
+  any_fn real = next(NEXT_cudaGetDriverEntryPoint);
+  if (!real) return CU_NOT_INITIALIZED; /* cudaErrorInitializationError */
+  int rc = ((entry_fn)real)(symbol, pfn, flags, status);
+  if (rc == 0 && pfn) hand_back(symbol, pfn);
+  return rc;
+}
+
+int cudaGetDriverEntryPointByVersion(const char *symbol, void **pfn, unsigned version, unsigned long long flags,
+                                     int *status) {
+  any_fn real = next(NEXT_cudaGetDriverEntryPointByVersion);
+  if (!real) return CU_NOT_INITIALIZED;
+  int rc = ((entry_by_version_fn)real)(symbol, pfn, version, flags, status);
+  if (rc == 0 && pfn) hand_back(symbol, pfn);
+  return rc;
+}
+
 /* ---- libcudart's entry points (cudaError_t uses the driver's numbers for
  * these: cudaErrorHostMemoryAlreadyRegistered 712, NotRegistered 713) ------ */
 int cudaHostRegister(void *p, size_t bytes, unsigned flags) {        /* cudaHostRegisterPortable 1, Mapped 2 */
@@ -334,72 +372,3 @@ int cudaHostRegister(void *p, size_t bytes, unsigned flags) {        /* cudaHost
 }
 
 int cudaHostUnregister(void *p) { return unregister_via(next(NEXT_cudaHostUnregister), p); }
-
-/* ---- rule 6: buffers registered at their first copy -------------------- */
-#define COPY_MIN ((size_t)1 << 20)
-enum { RT_H2D = 1, RT_D2H = 2, RT_DEFAULT = 4 }; /* cudaMemcpyKind */
-typedef int (*rt_copy_fn)(void *dst, const void *src, size_t n, int kind);
-typedef int (*rt_copy_async_fn)(void *dst, const void *src, size_t n, int kind, void *stream);
-typedef CUresult (*htod_fn)(uint64_t dst, const void *src, size_t n);
-typedef CUresult (*htod_async_fn)(uint64_t dst, const void *src, size_t n, void *stream);
-typedef CUresult (*dtoh_fn)(void *dst, uint64_t src, size_t n);
-typedef CUresult (*dtoh_async_fn)(void *dst, uint64_t src, size_t n, void *stream);
-
-/* The hugepool buffer holding host, registered unless it is already. */
-static void register_for_copy(const void *host, size_t n) {
-  void *buffer;
-  int id;
-  if (n < COPY_MIN || atomic_load_explicit(&cuda_mode, memory_order_relaxed) != HP_CUDA_ALL ||
-      (id = cuda_registrar()) < 0)
-    return;
-  if (!core()->registered_range(host, id, &buffer, &(size_t){0})) (void)core()->register_range(host, n, id, &buffer);
-}
-
-static void runtime_copy(void *dst, const void *src, size_t n, int kind) {
-  if (!cuda_on()) return;
-  if (kind == RT_H2D || kind == RT_DEFAULT) register_for_copy(src, n);
-  if (kind == RT_D2H || kind == RT_DEFAULT) register_for_copy(dst, n);
-}
-
-HPL_EXPORT int cudaMemcpy(void *dst, const void *src, size_t n, int kind);
-HPL_EXPORT int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream);
-HPL_EXPORT CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n);
-HPL_EXPORT CUresult cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t n, void *stream);
-HPL_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n);
-HPL_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, uint64_t src, size_t n, void *stream);
-
-int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
-  runtime_copy(dst, src, n, kind);
-  any_fn real = next(NEXT_cudaMemcpy);
-  return real ? ((rt_copy_fn)real)(dst, src, n, kind) : CU_NOT_INITIALIZED;
-}
-
-int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream) {
-  runtime_copy(dst, src, n, kind);
-  any_fn real = next(NEXT_cudaMemcpyAsync);
-  return real ? ((rt_copy_async_fn)real)(dst, src, n, kind, stream) : CU_NOT_INITIALIZED;
-}
-
-CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) {
-  if (cuda_on()) register_for_copy(src, n);
-  any_fn real = next(NEXT_cuMemcpyHtoD_v2);
-  return real ? ((htod_fn)real)(dst, src, n) : CU_NOT_INITIALIZED;
-}
-
-CUresult cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t n, void *stream) {
-  if (cuda_on()) register_for_copy(src, n);
-  any_fn real = next(NEXT_cuMemcpyHtoDAsync_v2);
-  return real ? ((htod_async_fn)real)(dst, src, n, stream) : CU_NOT_INITIALIZED;
-}
-
-CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) {
-  if (cuda_on()) register_for_copy(dst, n);
-  any_fn real = next(NEXT_cuMemcpyDtoH_v2);
-  return real ? ((dtoh_fn)real)(dst, src, n) : CU_NOT_INITIALIZED;
-}
-
-CUresult cuMemcpyDtoHAsync_v2(void *dst, uint64_t src, size_t n, void *stream) {
-  if (cuda_on()) register_for_copy(dst, n);
-  any_fn real = next(NEXT_cuMemcpyDtoHAsync_v2);
-  return real ? ((dtoh_async_fn)real)(dst, src, n, stream) : CU_NOT_INITIALIZED;
-}

@@ -10,7 +10,11 @@
   under hugepool-run --cuda (which sets that and serves the registration);
 - hugepool.empty(..., pinned=True) seen by torch: from_numpy(a).is_pinned();
 - a 40-step training run, plain and under hugepool-run --cuda: the losses
-  must be identical.
+  must be identical;
+- a DataLoader(pin_memory=True) loop of 200 batches of 19 MiB (two worker
+  processes, each batch copied to the device with non_blocking=True), plain
+  and under hugepool-run --cuda: time per batch, and the device-side sums of
+  every batch must be identical.
 Each configuration runs in a process of its own (PyTorch reads its settings
 once).  Exits 77 with "skip: REASON" without torch or without CUDA.
 """
@@ -45,6 +49,27 @@ elif mode == "pinned-array":
     d = t.to("cuda", non_blocking=True)
     torch.cuda.synchronize()
     print(json.dumps({"is_pinned": bool(t.is_pinned()), "hugepool_is_pinned": hugepool.is_pinned(a)}))
+elif mode == "loader":
+    class Batches(torch.utils.data.Dataset):
+        def __len__(self):
+            return 200 * 32
+        def __getitem__(self, i):
+            return torch.full((3, 224, 224), float(i % 251))
+    loader = torch.utils.data.DataLoader(Batches(), batch_size=32, num_workers=2, pin_memory=True)
+    total = torch.zeros((), dtype=torch.float64, device="cuda")
+    times = []
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for b in loader:
+        assert b.is_pinned()
+        total += b.to("cuda", non_blocking=True).sum(dtype=torch.float64)
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        times.append((t1 - t0) * 1e3)
+        t0 = t1
+    times.sort()
+    print(json.dumps({"batches": len(times), "sum": total.item(), "median_ms": times[len(times) // 2],
+                      "min_ms": times[0], "max_ms": times[-1], "total_ms": sum(times)}))
 else:
     torch.manual_seed(0)
     torch.use_deterministic_algorithms(True)
@@ -72,12 +97,54 @@ def child(mode, env_extra=None, preload=None):
     cmd = ([preload, "--cuda", "--"] if preload else []) + [sys.executable, "-c", CHILD, mode]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
-        raise RuntimeError(f"{mode} failed: {out.stderr.strip()[-2000:]}")
+        raise RuntimeError(f"{mode} failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
+    if out.stderr.strip():  # what hugepool (or the program) said: part of the record
+        print("\n".join(f"  stderr: {line}" for line in out.stderr.strip().splitlines()[-6:]))
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def target(what, ok, detail):
     print(f"target: {'PASS' if ok else 'FAIL'} {what} ({detail})")
+
+
+def pin(run):
+    print("== pin_memory() of 1 GiB, ms")
+    default = child("pin")
+    register = child("pin", {"PYTORCH_CUDA_ALLOC_CONF": "pinned_use_cuda_host_register:True"})
+    hugepool = child("pin", preload=run)
+    for name, r in (("default (cudaHostAlloc)", default), ("pinned_use_cuda_host_register", register),
+                    ("hugepool-run --cuda", hugepool)):
+        print(f"{name:40s} first {r['first_ms']:9.1f}   second {r['second_ms']:9.1f}")
+    target("PyTorch's first pin_memory() of 1 GiB <= 0.25x its default path",
+           hugepool["first_ms"] <= 0.25 * default["first_ms"],
+           f"{hugepool['first_ms']:.1f} vs {default['first_ms']:.1f} ms")
+
+
+def pinned_array(_run):
+    arr = child("pinned-array", {"PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+    target("hugepool.empty(pinned=True): torch.from_numpy(a).is_pinned()", arr["is_pinned"], json.dumps(arr))
+
+
+def train(run):
+    plain = child("train")["losses"]
+    under = child("train", preload=run)["losses"]
+    target("PyTorch training losses identical with and without hugepool", plain == under,
+           f"{len(plain)} steps, last {plain[-1]:.6f} vs {under[-1]:.6f}")
+
+
+def loader(run):
+    print("== DataLoader(pin_memory=True, num_workers=2), 200 batches of 19 MiB, ms a batch")
+    plain = child("loader")
+    under = child("loader", preload=run)
+    for name, r in (("plain", plain), ("hugepool-run --cuda", under)):
+        print(f"{name:40s} median {r['median_ms']:7.2f}  min {r['min_ms']:7.2f}  max {r['max_ms']:7.2f}"
+              f"  total {r['total_ms']:8.1f}  batches {r['batches']}")
+    target("DataLoader(pin_memory=True): the same bytes reach the device with and without hugepool",
+           plain["sum"] == under["sum"] and plain["batches"] == under["batches"] == 200,
+           f"sum {plain['sum']:.1f} vs {under['sum']:.1f}")
+    target("DataLoader(pin_memory=True) under hugepool-run --cuda <= 1.1x plain per batch",
+           under["median_ms"] <= 1.1 * plain["median_ms"],
+           f"{under['median_ms']:.2f} vs {plain['median_ms']:.2f} ms")
 
 
 def main():
@@ -90,23 +157,15 @@ def main():
     if not torch.cuda.is_available():
         print("skip: PyTorch sees no CUDA device")
         return 77
-    print(f"== PyTorch {torch.__version__}, {torch.cuda.get_device_name(0)}: pin_memory() of 1 GiB, ms")
-    default = child("pin")
-    register = child("pin", {"PYTORCH_CUDA_ALLOC_CONF": "pinned_use_cuda_host_register:True"})
-    hugepool = child("pin", preload=run)
-    for name, r in (("default (cudaHostAlloc)", default), ("pinned_use_cuda_host_register", register),
-                    ("hugepool-run --cuda", hugepool)):
-        print(f"{name:40s} first {r['first_ms']:9.1f}   second {r['second_ms']:9.1f}")
-    target("PyTorch's first pin_memory() of 1 GiB <= 0.25x its default path",
-           hugepool["first_ms"] <= 0.25 * default["first_ms"],
-           f"{hugepool['first_ms']:.1f} vs {default['first_ms']:.1f} ms")
-    arr = child("pinned-array", {"PYTHONPATH": os.environ.get("PYTHONPATH", "")})
-    target("hugepool.empty(pinned=True): torch.from_numpy(a).is_pinned()", arr["is_pinned"], json.dumps(arr))
-    plain = child("train")["losses"]
-    under = child("train", preload=run)["losses"]
-    target("PyTorch training losses identical with and without hugepool", plain == under,
-           f"{len(plain)} steps, last {plain[-1]:.6f} vs {under[-1]:.6f}")
-    return 0
+    print(f"== PyTorch {torch.__version__}, {torch.cuda.get_device_name(0)}")
+    rc = 0
+    for section in (pin, pinned_array, train, loader):  # one failing section does not hide the others
+        try:
+            section(run)
+        except (RuntimeError, KeyError, ValueError, subprocess.TimeoutExpired) as e:
+            print(f"target: FAIL {section.__name__}: {e}")
+            rc = 1
+    return rc
 
 
 if __name__ == "__main__":

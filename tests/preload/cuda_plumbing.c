@@ -35,6 +35,10 @@ typedef size_t (*length_fn)(const void *);
 typedef size_t (*trim_fn)(void);
 typedef int (*copy_fn)(void *, const void *, size_t, int);
 typedef int (*dtoh_fn)(void *, uint64_t, size_t);
+typedef int (*htod_fn)(uint64_t, const void *, size_t);
+typedef int (*copy_2d_fn)(void *, size_t, const void *, size_t, size_t, size_t, int);
+typedef int (*entry_fn)(const char *, void **, unsigned long long, int *);
+typedef int (*entry_version_fn)(const char *, void **, unsigned, unsigned long long, int *);
 
 static int fails;
 static void check(int ok, const char *what) {
@@ -102,6 +106,16 @@ static void served(void) {
   check(gpa("cuMemHostUnregister", &ufn, 12000, 0, NULL) == 0 && ufn && ((unreg_fn)(uintptr_t)ufn)(p) == 0 &&
             unreg_calls() == 0,
         "an unregister through cuGetProcAddress keeps it");
+  void *efn = NULL;
+  check(FN(entry_fn, RTLD_DEFAULT, "cudaGetDriverEntryPoint")("cuMemHostRegister", &efn, 0, NULL) == 0 && efn &&
+            efn != FN(void *(*)(const char *), driver, "fake_cuda_internal")("cuMemHostRegister") &&
+            ((reg_fn)(uintptr_t)efn)(p, asked, 0) == 0 && reg_calls() == 1,
+        "cudaGetDriverEntryPoint hands back the preload's cuMemHostRegister: served, no driver call");
+  efn = NULL;
+  check(FN(entry_version_fn, RTLD_DEFAULT, "cudaGetDriverEntryPointByVersion")("cuMemHostUnregister", &efn, 12000, 0,
+                                                                               NULL) == 0 &&
+            efn && ((unreg_fn)(uintptr_t)efn)(p) == 0 && unreg_calls() == 0,
+        "cudaGetDriverEntryPointByVersion hands back the preload's cuMemHostUnregister: kept");
   long rt0 = FN(long (*)(void), RTLD_DEFAULT, "fake_cudart_calls")();
   check(creg(p, asked, 0) == 0 && reg_calls() == 1, "cudaHostRegister: served, no driver call");
   check(FN(long (*)(void), RTLD_DEFAULT, "fake_cudart_calls")() == rt0, "cudaHostRegister never reached the runtime");
@@ -168,6 +182,10 @@ static void plain(void) {
   check(gpa("cuMemHostRegister", &fn, 12000, 0, NULL) == 0 &&
             fn == FN(void *(*)(const char *), driver, "fake_cuda_internal")("cuMemHostRegister"),
         "off: cuGetProcAddress hands back the driver's own function");
+  fn = NULL;
+  check(FN(entry_fn, RTLD_DEFAULT, "cudaGetDriverEntryPoint")("cuMemHostRegister", &fn, 0, NULL) == 0 &&
+            fn == FN(void *(*)(const char *), driver, "fake_cuda_internal")("cuMemHostRegister"),
+        "off: cudaGetDriverEntryPoint hands back the driver's own function");
 }
 
 static void all(void) {
@@ -192,7 +210,25 @@ static void all(void) {
   free(p);
   free(q);
   free(r);
-  check(FN(trim_fn, RTLD_DEFAULT, "hugepool_trim")() > 0 && unreg_calls() == 2, "all: trim unregisters both");
+  trim_fn trim = FN(trim_fn, RTLD_DEFAULT, "hugepool_trim");
+  check(trim() > 0 && unreg_calls() == 2, "all: trim unregisters both");
+  /* The other copies: per-thread default stream, 2D, the driver's _ptds. */
+  char *s = malloc(asked), *t = malloc(asked), *u = malloc(asked);
+  check(
+      FN(copy_fn, RTLD_DEFAULT, "cudaMemcpy_ptds")(dev, s, asked, 1) == 0 && reg_calls() == 3 && length(s) == 64u << 20,
+      "all: cudaMemcpy_ptds (per-thread default stream) registers its buffer");
+  copy_2d_fn copy_2d = FN(copy_2d_fn, RTLD_DEFAULT, "cudaMemcpy2D");
+  check(copy_2d(dev, 64, t + 8192, 64, 64, 100, 1) == 0 && reg_calls() == 3,
+        "all: a 2D copy spanning under 1 MiB registers nothing");
+  check(copy_2d(dev, 4096, t + 8192, 1u << 20, 4096, 40, 1) == 0 && reg_calls() == 4 && length(t) == 64u << 20,
+        "all: a 2D copy of 40 rows 4 KiB wide spanning 39 MiB registers its buffer");
+  check(FN(htod_fn, RTLD_DEFAULT, "cuMemcpyHtoD_v2_ptds")(0x7000, u, 2u << 20) == 0 && reg_calls() == 5 &&
+            length(u) == 64u << 20,
+        "all: cuMemcpyHtoD_v2_ptds registers its buffer");
+  free(s);
+  free(t);
+  free(u);
+  check(trim() > 0 && unreg_calls() == 5, "all: trim unregisters the three");
   munmap(plain_mem, 4u << 20);
 }
 
@@ -226,8 +262,10 @@ static void nocuda(void) {
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "nocuda") == 0 || strcmp(mode, "toolkit") == 0) {
-    if (mode[0] == 'n') nocuda();
-    else toolkit();
+    if (mode[0] == 'n')
+      nocuda();
+    else
+      toolkit();
     return fails != 0;
   }
   driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);

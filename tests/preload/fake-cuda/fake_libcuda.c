@@ -44,6 +44,7 @@ API CUresult cuMemHostUnregister(void *p);
 API CUresult cuGetErrorName(CUresult err, const char **name);
 API CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n);
 API CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n);
+API CUresult cuMemcpyHtoD_v2_ptds(uint64_t dst, const void *src, size_t n);
 API CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags);
 API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64_t flags, int *status);
 
@@ -148,3 +149,4 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64
 /* Copies move nothing here: the plumbing test counts registrations only. */
 CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) { return dst && src && n ? 0 : 1; }
 CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) { return dst && src && n ? 0 : 1; }
+CUresult cuMemcpyHtoD_v2_ptds(uint64_t dst, const void *src, size_t n) { return cuMemcpyHtoD_v2(dst, src, n); }

@@ -18,6 +18,11 @@ API int cudaHostUnregister(void *p);
 API long fake_cudart_calls(void);
 API int cudaMemcpy(void *dst, const void *src, size_t n, int kind);
 API int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream);
+API int cudaMemcpy_ptds(void *dst, const void *src, size_t n, int kind);
+API int cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows, int kind);
+API int cudaGetDriverEntryPoint(const char *symbol, void **pfn, unsigned long long flags, int *status);
+API int cudaGetDriverEntryPointByVersion(const char *symbol, void **pfn, unsigned version, unsigned long long flags,
+                                         int *status);
 
 static long calls;
 
@@ -60,4 +65,27 @@ int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
 int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream) {
   (void)stream;
   return cudaMemcpy(dst, src, n, kind);
+}
+
+int cudaMemcpy_ptds(void *dst, const void *src, size_t n, int kind) { return cudaMemcpy(dst, src, n, kind); }
+
+int cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows, int kind) {
+  (void)dpitch, (void)rows;
+  return spitch >= width ? cudaMemcpy(dst, src, width, kind) : 1;
+}
+
+/* As the real runtime: the driver's function for a name, through its own
+ * handle (the preload's cuGetProcAddress never sees the request). */
+int cudaGetDriverEntryPoint(const char *symbol, void **pfn, unsigned long long flags, int *status) {
+  (void)flags;
+  calls++;
+  *pfn = driver_entry(symbol);
+  if (status) *status = *pfn ? 0 : 1;
+  return *pfn ? 0 : 500; /* cudaErrorSymbolNotFound */
+}
+
+int cudaGetDriverEntryPointByVersion(const char *symbol, void **pfn, unsigned version, unsigned long long flags,
+                                     int *status) {
+  (void)version;
+  return cudaGetDriverEntryPoint(symbol, pfn, flags, status);
 }
