@@ -158,7 +158,8 @@ void unmap_kind(Kind k, void *p, size_t size) {
     hugepool_free(p);
     hugepool_trim();
   } else {
-    munmap(p, size);
+    size_t page = k == Kind::huge1g ? size_t{1} << 30 : k == Kind::huge2m ? size_t{2} << 20 : 1;
+    munmap(p, (size + page - 1) / page * page);  // a hugetlb length is whole pages, or munmap fails
   }
 }
 

@@ -45,6 +45,8 @@ set(cuda_calls "cuGetProcAddress|cuGetProcAddress_v2|cuMemHostRegister|cuMemHost
 string(APPEND cuda_calls "|cuMemcpyHtoD_v2|cuMemcpyDtoH_v2|cuMemcpyHtoDAsync_v2|cuMemcpyDtoHAsync_v2")
 string(APPEND cuda_calls "|cuMemcpyHtoD_v2_ptds|cuMemcpyDtoH_v2_ptds|cuMemcpyHtoDAsync_v2_ptsz|cuMemcpyDtoHAsync_v2_ptsz")
 string(APPEND cuda_calls "|cudaGetDriverEntryPoint|cudaGetDriverEntryPointByVersion")
+string(APPEND cuda_calls "|cudaGetDriverEntryPoint_ptsz|cudaGetDriverEntryPointByVersion_ptsz")
+string(APPEND cuda_calls "|cudaHostAlloc|cudaMallocHost|cudaFreeHost|cuMemHostAlloc|cuMemAllocHost_v2|cuMemFreeHost")
 string(APPEND cuda_calls "|cudaHostRegister|cudaHostUnregister|cudaMemcpy|cudaMemcpyAsync|cudaMemcpy_ptds")
 string(APPEND cuda_calls "|cudaMemcpyAsync_ptsz|cudaMemcpy2D|cudaMemcpy2D_ptds|cudaMemcpy2DAsync|cudaMemcpy2DAsync_ptsz")
 set(allowed_libhugepool_preload.so "^(${malloc_family}|dlopen|dlmopen|mprotect|pkey_mprotect|madvise|__asan_default_options)$")

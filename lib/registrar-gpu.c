@@ -45,6 +45,7 @@ static struct {
   CUresult (*host_register)(void *p, size_t bytes, unsigned flags);
   CUresult (*host_unregister)(void *p);
   CUresult (*error_name)(CUresult err, const char **name);
+  CUresult (*ctx_synchronize)(void);
 } cu;
 
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -145,6 +146,7 @@ static bool cu_resolve(void *lib) {
       {(void **)&cu.host_register, "cuMemHostRegister_v2"},
       {(void **)&cu.host_unregister, "cuMemHostUnregister"},
       {(void **)&cu.error_name, "cuGetErrorName"},
+      {(void **)&cu.ctx_synchronize, "cuCtxSynchronize"},
   };
   for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
     if (!(*syms[i].slot = dlsym(lib, syms[i].name))) return false;
@@ -239,5 +241,19 @@ static int added_once(_Atomic int *id, int (*open_fn)(void)) {
 }
 
 int registrar_cuda(void) { return added_once(&cuda_id, open_cuda); }
+
+bool registrar_cuda_context(void) {
+  int dev;
+  if (atomic_load(&cuda_id) <= 0 || cu_enter(&dev) != 0) return false;
+  cu_leave(dev);
+  return true;
+}
+
+void registrar_cuda_synchronize(void) {
+  int dev;
+  if (atomic_load(&cuda_id) <= 0 || cu_enter(&dev) != 0) return; /* no context: nothing in flight */
+  (void)cu.ctx_synchronize();
+  cu_leave(dev);
+}
 
 int registrar_hip(void) { return added_once(&hip_id, open_hip); }

@@ -13,6 +13,8 @@
 #define _GNU_SOURCE
 #include "registrar.h"
 
+#include "prefault.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -165,6 +167,7 @@ static int register_entry(reg_entry *e, int id) {
   hugepool_registrar r = slots[id - 1].r;
   void *handle = NULL;
   pthread_mutex_unlock(&reg_lock);
+  hp_prefault_parallel(addr, size); /* pinning faults the pages one by one: fault them in parallel first */
   int rc = r.reg(r.context, addr, size, &handle);
   pthread_mutex_lock(&reg_lock);
   e = find_exact((uintptr_t)addr); /* the table may have moved meanwhile; our busy bit kept the entry */

@@ -70,6 +70,12 @@ HP_INTERNAL void registrar_child_forget(void);
  * or no device: one line says which). */
 HP_INTERNAL int registrar_cuda(void);
 HP_INTERNAL int registrar_hip(void);
+/* The CUDA registrar added and a context a registration can use (the
+ * calling thread's, or an active primary context): true.  Creates none. */
+HP_INTERNAL bool registrar_cuda_context(void);
+/* Waits for the work of that context (cuCtxSynchronize), as the driver's
+ * cuMemFreeHost does before it unpins; nothing without one. */
+HP_INTERNAL void registrar_cuda_synchronize(void);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #define HP_CUDA_BRIDGE_SYMBOL "hugepool_preload_cuda_bridge"
-#define HP_CUDA_BRIDGE_VERSION 1
+#define HP_CUDA_BRIDGE_VERSION 2
 
 typedef struct hp_cuda_bridge {
   int version;                  /* HP_CUDA_BRIDGE_VERSION */
@@ -22,6 +22,13 @@ typedef struct hp_cuda_bridge {
   int (*register_range)(const void *p, size_t len, int id, void **base);
   bool (*registered_range)(const void *p, int id, void **base, size_t *size);
   void (*warn)(const char *text); /* one hugepool warning line */
+  /* cudaHostAlloc served (cuda-hostalloc.c): a context a registration can
+   * use; a buffer registered with id (hugepool_alloc_registered); its free
+   * (hugepool_free); a wait for the context's work. */
+  bool (*cuda_context)(void);
+  void *(*alloc_registered)(size_t bytes, int id);
+  void (*free)(void *p);
+  void (*cuda_synchronize)(void);
 } hp_cuda_bridge;
 
 typedef const hp_cuda_bridge *(*hp_cuda_bridge_fn)(void);

@@ -31,6 +31,8 @@ enum next_symbol {
   NEXT_cuGetProcAddress_v2,
   NEXT_cudaGetDriverEntryPoint,
   NEXT_cudaGetDriverEntryPointByVersion,
+  NEXT_cudaGetDriverEntryPoint_ptsz,
+  NEXT_cudaGetDriverEntryPointByVersion_ptsz,
   NEXT_cudaHostRegister,
   NEXT_cudaHostUnregister,
   NEXT_cudaMemcpy,
@@ -49,6 +51,12 @@ enum next_symbol {
   NEXT_cuMemcpyDtoH_v2_ptds,
   NEXT_cuMemcpyDtoHAsync_v2,
   NEXT_cuMemcpyDtoHAsync_v2_ptsz,
+  NEXT_cudaHostAlloc,
+  NEXT_cudaMallocHost,
+  NEXT_cudaFreeHost,
+  NEXT_cuMemHostAlloc,
+  NEXT_cuMemAllocHost_v2,
+  NEXT_cuMemFreeHost,
   NEXT_COUNT
 };
 
@@ -62,5 +70,10 @@ HPL_HIDDEN bool hpl_cuda_all(void);
 HPL_HIDDEN int hpl_cuda_registrar(void);
 /* The interposer's core; only called once hpl_cuda_on() said yes. */
 HPL_HIDDEN const hp_cuda_bridge *hpl_cuda_core(void);
+/* real as the function behind a wrapper of ours (slot: the first seen). */
+HPL_HIDDEN bool hpl_cuda_claims(_Atomic(any_fn) *slot, any_fn real);
+/* The wrapper of cuda-hostalloc.c for what the driver handed out for
+ * symbol, or NULL (cuda.c's cuGetProcAddress asks). */
+HPL_HIDDEN any_fn hpl_cuda_hostalloc_for(const char *symbol, any_fn real);
 
 #endif

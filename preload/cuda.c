@@ -39,7 +39,10 @@
  *     and the driver functions its runtime hands out never reach this
  *     object (the driver's exported ones it calls still do).  Measured on
  *     an H200 (bench/RESULTS.md): link with -cudart shared to have them
- *     served. */
+ *     served.
+ *  8. cudaMallocHost, cudaHostAlloc, cuMemAllocHost_v2 and cuMemHostAlloc
+ *     of 1 MiB or more are served by registered hugepool buffers, and their
+ *     frees give them back to the cache (cuda-hostalloc.c). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -217,6 +220,8 @@ static const char *const next_names[NEXT_COUNT] = {
     [NEXT_cuGetProcAddress_v2] = "cuGetProcAddress_v2",
     [NEXT_cudaGetDriverEntryPoint] = "cudaGetDriverEntryPoint",
     [NEXT_cudaGetDriverEntryPointByVersion] = "cudaGetDriverEntryPointByVersion",
+    [NEXT_cudaGetDriverEntryPoint_ptsz] = "cudaGetDriverEntryPoint_ptsz",
+    [NEXT_cudaGetDriverEntryPointByVersion_ptsz] = "cudaGetDriverEntryPointByVersion_ptsz",
     [NEXT_cudaHostRegister] = "cudaHostRegister",
     [NEXT_cudaHostUnregister] = "cudaHostUnregister",
     [NEXT_cudaMemcpy] = "cudaMemcpy",
@@ -235,6 +240,12 @@ static const char *const next_names[NEXT_COUNT] = {
     [NEXT_cuMemcpyDtoH_v2_ptds] = "cuMemcpyDtoH_v2_ptds",
     [NEXT_cuMemcpyDtoHAsync_v2] = "cuMemcpyDtoHAsync_v2",
     [NEXT_cuMemcpyDtoHAsync_v2_ptsz] = "cuMemcpyDtoHAsync_v2_ptsz",
+    [NEXT_cudaHostAlloc] = "cudaHostAlloc",
+    [NEXT_cudaMallocHost] = "cudaMallocHost",
+    [NEXT_cudaFreeHost] = "cudaFreeHost",
+    [NEXT_cuMemHostAlloc] = "cuMemHostAlloc",
+    [NEXT_cuMemAllocHost_v2] = "cuMemAllocHost_v2",
+    [NEXT_cuMemFreeHost] = "cuMemFreeHost",
 };
 static _Atomic(any_fn) next_found[NEXT_COUNT];
 
@@ -291,7 +302,7 @@ static CUresult hidden_register_wrapper(void *p, size_t bytes, unsigned flags) {
 static CUresult hidden_unregister_wrapper(void *p) { return unregister_via(atomic_load(&hidden_unregister), p); }
 
 /* real as the wrapper of the hidden slot: the first function seen there. */
-static bool claims(_Atomic(any_fn) *slot, any_fn real) {
+bool hpl_cuda_claims(_Atomic(any_fn) *slot, any_fn real) {
   any_fn none = NULL;
   return atomic_compare_exchange_strong(slot, &none, real) || none == real;
 }
@@ -301,17 +312,17 @@ static any_fn ours_for(const char *symbol, any_fn real) {
   if (strcmp(symbol, "cuMemHostRegister") == 0) {
     if (real == next(NEXT_cuMemHostRegister_v2)) return (any_fn)cuMemHostRegister_v2;
     if (real == next(NEXT_cuMemHostRegister)) return (any_fn)cuMemHostRegister;
-    return claims(&hidden_register, real) ? (any_fn)hidden_register_wrapper : NULL;
+    return hpl_cuda_claims(&hidden_register, real) ? (any_fn)hidden_register_wrapper : NULL;
   }
   if (strcmp(symbol, "cuMemHostUnregister") == 0) {
     if (real == next(NEXT_cuMemHostUnregister)) return (any_fn)cuMemHostUnregister;
-    return claims(&hidden_unregister, real) ? (any_fn)hidden_unregister_wrapper : NULL;
+    return hpl_cuda_claims(&hidden_unregister, real) ? (any_fn)hidden_unregister_wrapper : NULL;
   }
   if (strcmp(symbol, "cuGetProcAddress") == 0) {
     if (real == next(NEXT_cuGetProcAddress_v2)) return (any_fn)cuGetProcAddress_v2;
     if (real == next(NEXT_cuGetProcAddress)) return (any_fn)cuGetProcAddress;
   }
-  return NULL;
+  return hpl_cuda_hostalloc_for(symbol, real);
 }
 
 /* What the driver handed out, swapped for ours (rule 1: on only). */
@@ -345,24 +356,46 @@ typedef int (*entry_fn)(const char *symbol, void **pfn, unsigned long long flags
 typedef int (*entry_by_version_fn)(const char *symbol, void **pfn, unsigned version, unsigned long long flags,
                                    int *status);
 HPL_EXPORT int cudaGetDriverEntryPoint(const char *symbol, void **pfn, unsigned long long flags, int *status);
+HPL_EXPORT int cudaGetDriverEntryPoint_ptsz(const char *symbol, void **pfn, unsigned long long flags, int *status);
 HPL_EXPORT int cudaGetDriverEntryPointByVersion(const char *symbol, void **pfn, unsigned version,
                                                 unsigned long long flags, int *status);
+HPL_EXPORT int cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **pfn, unsigned version,
+                                                     unsigned long long flags, int *status);
 
-int cudaGetDriverEntryPoint(const char *symbol, void **pfn, unsigned long long flags, int *status) {
-  any_fn real = next(NEXT_cudaGetDriverEntryPoint);
+static int entry_point(enum next_symbol which, const char *symbol, void **pfn, unsigned long long flags, int *status) {
+  any_fn real = next(which);
   if (!real) return CU_NOT_INITIALIZED; /* cudaErrorInitializationError */
   int rc = ((entry_fn)real)(symbol, pfn, flags, status);
   if (rc == 0 && pfn) hand_back(symbol, pfn);
   return rc;
 }
 
-int cudaGetDriverEntryPointByVersion(const char *symbol, void **pfn, unsigned version, unsigned long long flags,
-                                     int *status) {
-  any_fn real = next(NEXT_cudaGetDriverEntryPointByVersion);
+static int entry_point_by_version(enum next_symbol which, const char *symbol, void **pfn, unsigned version,
+                                  unsigned long long flags, int *status) {
+  any_fn real = next(which);
   if (!real) return CU_NOT_INITIALIZED;
   int rc = ((entry_by_version_fn)real)(symbol, pfn, version, flags, status);
   if (rc == 0 && pfn) hand_back(symbol, pfn);
   return rc;
+}
+
+/* A program built with --default-stream per-thread calls the _ptsz forms. */
+int cudaGetDriverEntryPoint(const char *symbol, void **pfn, unsigned long long flags, int *status) {
+  return entry_point(NEXT_cudaGetDriverEntryPoint, symbol, pfn, flags, status);
+}
+
+int cudaGetDriverEntryPoint_ptsz(const char *symbol, void **pfn, unsigned long long flags, int *status) {
+  return entry_point(NEXT_cudaGetDriverEntryPoint_ptsz, symbol, pfn, flags, status);
+}
+
+int cudaGetDriverEntryPointByVersion(const char *symbol, void **pfn, unsigned version, unsigned long long flags,
+                                     int *status) {
+  return entry_point_by_version(NEXT_cudaGetDriverEntryPointByVersion, symbol, pfn, version, flags, status);
+}
+
+int cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **pfn, unsigned version, unsigned long long flags,
+                                          int *status) {
+  return entry_point_by_version(NEXT_cudaGetDriverEntryPointByVersion_ptsz, symbol, pfn, version, flags, status);
 }
 
 /* ---- libcudart's entry points (cudaError_t uses the driver's numbers for

@@ -65,6 +65,35 @@ bool same(const unsigned char *a, const unsigned char *b, size_t n) {
   return a[n - 1] == b[n - 1];
 }
 
+// cudaHostAlloc of n bytes, a copy from it, cudaFreeHost; twice: the time
+// of each allocation (the second follows the first's free) and the rate.
+void host_alloc_twice(size_t n) {
+  double ms[2] = {0, 0}, gbs = 0;
+  bool good = true;
+  void *d = nullptr;
+  if (!ok(cudaMalloc(&d, n), "cudaMalloc")) return;
+  for (int r = 0; r < 2; r++) {
+    void *q = nullptr;
+    double t0 = now_ms();
+    good &= ok(cudaHostAlloc(&q, n, cudaHostAllocDefault), "cudaHostAlloc");
+    ms[r] = now_ms() - t0;
+    if (!q) break;
+    fill(static_cast<unsigned char *>(q), n, 5);
+    t0 = now_ms();
+    good &= ok(cudaMemcpy(d, q, n, cudaMemcpyHostToDevice), "cudaMemcpy from cudaHostAlloc");
+    gbs = double(n) / 1e6 / (now_ms() - t0);
+    unsigned char *back = static_cast<unsigned char *>(std::calloc(n, 1));
+    good &= back && ok(cudaMemcpy(back, d, n, cudaMemcpyDeviceToHost), "cudaMemcpy D2H") &&
+            same(static_cast<unsigned char *>(q), back, n);
+    std::free(back);
+    good &= ok(cudaFreeHost(q), "cudaFreeHost");
+  }
+  cudaFree(d);
+  std::printf("path %-34s %9.3f %9.3f %s  (copy %.1f GB/s)\n", "cudaHostAlloc/cudaFreeHost", ms[0], ms[1],
+              good ? "ok" : "BAD", gbs);
+  if (!good) failures++;
+}
+
 // 1 GiB H2D then D2H from malloc'd memory, the bytes compared.
 void copies(const char *name, bool async, int reps) {
   const size_t n = size_t{1} << 30;
@@ -141,6 +170,7 @@ int main(int argc, char **argv) {
     twice("cuGetProcAddress (linked)", p, n, [](void *q, size_t m) { return reg(q, m, 0) == CUDA_SUCCESS; },
           [](void *q) { return unreg(q) == CUDA_SUCCESS; });
   std::free(p);
+  host_alloc_twice(n);
   copies("cudaMemcpy", false, 3);
   copies("cudaMemcpyAsync", true, 3);
   std::printf("failures %d\n", failures);

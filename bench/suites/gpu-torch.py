@@ -44,11 +44,15 @@ if mode == "pin":
 elif mode == "pinned-array":
     import numpy as np
     import hugepool
-    a = hugepool.empty(1 << 26, np.float32, pinned=True)
+    torch.zeros(1, device="cuda")  # the context hugepool registers in (torch.cuda.init() makes none)
+    t0 = time.perf_counter()
+    a = hugepool.empty(1 << 28, np.float32, pinned=True)  # 1 GiB
+    alloc_ms = (time.perf_counter() - t0) * 1e3
     t = torch.from_numpy(a)
     d = t.to("cuda", non_blocking=True)
     torch.cuda.synchronize()
-    print(json.dumps({"is_pinned": bool(t.is_pinned()), "hugepool_is_pinned": hugepool.is_pinned(a)}))
+    print(json.dumps({"is_pinned": bool(t.is_pinned()), "hugepool_is_pinned": hugepool.is_pinned(a),
+                      "alloc_ms": alloc_ms}))
 elif mode == "loader":
     class Batches(torch.utils.data.Dataset):
         def __len__(self):

@@ -50,6 +50,7 @@ the preload gives pymalloc an arena allocator whose arenas share 2 MB hugetlb
 pages (measured: 98-99% of a dict-heavy heap, at plain CPython's speed).
 """
 
+import errno as _errno
 import sys as _sys
 
 from ._version import BUILT_FOR as _BUILT_FOR, BUILT_WITH as _BUILT_WITH, __version__
@@ -135,8 +136,10 @@ def empty(shape, dtype=float, order="C", *, zero=False, pinned=False):
     it stays registered while hugepool caches it, so the next pinned array
     of that size costs no registration.  torch.from_numpy(a) and
     cupy.asarray copies use it as pinned memory.  hugepool never creates a
-    CUDA context: initialise CUDA first (torch.cuda.init(), a cupy call).
-    Without a driver or device: OSError with errno ENODEV.
+    CUDA context: make one first, with anything that puts memory on the
+    device (torch.zeros(1, device="cuda"), cupy.zeros(1)); torch.cuda.init()
+    makes none (PyTorch 2.11: measured).  Without a context: OSError with
+    errno ENXIO; without a driver or device: ENODEV.
 
     Raises MemoryError with hugepool's reason when the pool cannot cover
     the request under the strict policy (the default).
@@ -155,7 +158,15 @@ def empty(shape, dtype=float, order="C", *, zero=False, pinned=False):
     registrar = _cuda() if pinned else 0
     if nbytes == 0:
         return _np.empty(shape, dtype=dtype, order=order)
-    return _array(_core.alloc(nbytes, zero, registrar), shape, dtype, order)
+    try:
+        buf = _core.alloc(nbytes, zero, registrar)
+    except OSError as e:
+        if pinned and e.errno == _errno.ENXIO:
+            raise OSError(e.errno, "hugepool.empty(pinned=True): this process has no CUDA context, and hugepool never "
+                          "creates one: make one first (torch.zeros(1, device=\"cuda\"), cupy.zeros(1); "
+                          "torch.cuda.init() makes none)") from e
+        raise
+    return _array(buf, shape, dtype, order)
 
 
 def zeros(shape, dtype=float, order="C", *, pinned=False):

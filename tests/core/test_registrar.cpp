@@ -299,3 +299,69 @@ TEST_CASE("mlock as a registrar on 4 KB pages: locked once, still locked while c
   CHECK(hugepool_registrar_remove(id) == 0);
   fresh_state();
 }
+
+// Registration pins the pages it is given and the kernel faults in those
+// not yet present one at a time on the registering thread; registrar.c
+// faults them in first from one thread per CPU (lib/prefault.c).  The
+// registrar here reads, from smaps, how much of the mapping was present
+// when it was called: all of it with two CPUs or more, none with one (the
+// same code, one thread: the registration faults them).  Bytes written
+// before stay, the rest reads zero.
+namespace {
+struct PresentAtRegister {
+  static int reg(void *ctx, void *addr, size_t, void **handle) {
+    *static_cast<long long *>(ctx) = kv::smaps_of(addr).field("Private_Hugetlb");
+    *handle = addr;
+    return 0;
+  }
+  static int unreg(void *, void *, size_t, void *) { return 0; }
+};
+
+// Returns {present when allocated, present when the registrar was called}.
+std::pair<long long, long long> present_kb_at_register(size_t size, bool one_cpu) {
+  cpu_set_t before;
+  REQUIRE(sched_getaffinity(0, sizeof(before), &before) == 0);
+  if (one_cpu) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+      if (CPU_ISSET(c, &before)) {
+        CPU_SET(c, &one);
+        break;
+      }
+    REQUIRE(sched_setaffinity(0, sizeof(one), &one) == 0);
+  }
+  long long present_kb = -1;
+  hugepool_registrar r{"present-at-register", PresentAtRegister::reg, PresentAtRegister::unreg, &present_kb};
+  int id = hugepool_registrar_add(&r);
+  REQUIRE(id > 0);
+  char *a = static_cast<char *>(hugepool_alloc(size));
+  REQUIRE(a != nullptr);
+  a[5 * MiB] = 42;  // its byte written (the buffer's first pages may be present already: lib/fresh.c)
+  const long long allocated_kb = kv::smaps_of(a).field("Private_Hugetlb");
+  CHECK(allocated_kb < static_cast<long long>(size >> 11));
+  CHECK(hugepool_register(a, id) == 0);
+  CHECK(a[5 * MiB] == 42);
+  bool zero = true;
+  for (size_t off = 0; off < size; off += 2 * MiB + 4096) zero &= off == 5 * MiB || a[off] == 0;
+  CHECK(zero);
+  CHECK(kv::smaps_of(a).field("Private_Hugetlb") == static_cast<long long>(size >> 10));
+  hugepool_free(a);
+  hugepool_trim();
+  CHECK(hugepool_registrar_remove(id) == 0);
+  REQUIRE(sched_setaffinity(0, sizeof(before), &before) == 0);
+  return {allocated_kb, present_kb};
+}
+}  // namespace
+
+TEST_CASE("registration faults a fresh mapping in from several threads first", "[registrar][prefault]") {
+  constexpr size_t size = 256 * MiB;
+  kv::PoolGuard pool(size / (2 * MiB) + 16);
+  fresh_state();
+  cpu_set_t set;
+  REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
+  if (CPU_COUNT(&set) >= 2) CHECK(present_kb_at_register(size, false).second == static_cast<long long>(size >> 10));
+  auto one = present_kb_at_register(size, true);  // one CPU: the pages the allocation made present, no more
+  CHECK(one.second == one.first);
+  fresh_state();
+}

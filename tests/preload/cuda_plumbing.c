@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,9 @@ typedef int (*copy_fn)(void *, const void *, size_t, int);
 typedef int (*dtoh_fn)(void *, uint64_t, size_t);
 typedef int (*htod_fn)(uint64_t, const void *, size_t);
 typedef int (*copy_2d_fn)(void *, size_t, const void *, size_t, size_t, size_t, int);
+typedef int (*host_alloc_fn)(void **, size_t, unsigned);
+typedef int (*host_free_fn)(void *);
+typedef void (*host_calls_fn)(long *, long *, long *);
 typedef int (*entry_fn)(const char *, void **, unsigned long long, int *);
 typedef int (*entry_version_fn)(const char *, void **, unsigned, unsigned long long, int *);
 
@@ -69,6 +73,68 @@ static long unreg_calls(void) {
 }
 
 static const size_t asked = (63u << 20) + 1; /* a 64 MiB hugepool buffer */
+
+/* The kernel's page size (kB) of the mapping holding p: /proc/self/smaps. */
+static long kernel_page_kb(const void *p) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  char line[512];
+  bool in = false;
+  long kb = -1;
+  while (f && fgets(line, sizeof(line), f)) {
+    uintptr_t lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+      in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+    else if (in && sscanf(line, "KernelPageSize: %ld kB", &kb) == 1)
+      break;
+  }
+  if (f) fclose(f);
+  return kb;
+}
+
+static long host_calls(int which) { /* 0: the driver's pinned allocations, 1: its frees, 2: synchronizes */
+  long c[3];
+  FN(host_calls_fn, driver, "fake_cuda_host_calls")(&c[0], &c[1], &c[2]);
+  return c[which];
+}
+
+/* Rule 8: pinned allocations of 1 MiB or more are registered hugepool
+ * buffers; their free waits for the context, then caches them. */
+static void hostalloc(void) {
+  host_alloc_fn halloc = FN(host_alloc_fn, RTLD_DEFAULT, "cudaHostAlloc");
+  host_free_fn hfree = FN(host_free_fn, RTLD_DEFAULT, "cudaFreeHost");
+  length_fn length = FN(length_fn, driver, "fake_cuda_registered_length");
+  gpa_fn gpa = FN(gpa_fn, RTLD_DEFAULT, "cuGetProcAddress_v2");
+  void *h = NULL;
+  check(halloc(&h, asked, 2 /* Mapped */) == 0 && h && kernel_page_kb(h) == 2048 && host_calls(0) == 0,
+        "cudaHostAlloc(Mapped) of 63 MiB: a buffer on 2 MB pages (smaps), not the driver's");
+  check(reg_calls() == 1 && length(h) == 64u << 20, "cudaHostAlloc: its whole mapping registered once");
+  memset(h, 7, asked);
+  check(hfree(h) == 0 && host_calls(1) == 0 && host_calls(2) == 1 && unreg_calls() == 0,
+        "cudaFreeHost: the context synchronized, the buffer cached, still registered");
+  void *again = NULL;
+  check(FN(host_alloc_fn, RTLD_DEFAULT, "cudaHostAlloc")(&again, asked, 0) == 0 && again == h && reg_calls() == 1,
+        "cudaHostAlloc again: the cached buffer, no registration");
+  check(FN(host_free_fn, RTLD_DEFAULT, "cuMemFreeHost")(again) == 0 && host_calls(1) == 0,
+        "cuMemFreeHost of it: served too");
+  void *small = NULL, *wc = NULL;
+  check(halloc(&small, 4096, 0) == 0 && host_calls(0) == 1 && hfree(small) == 0 && host_calls(1) == 1,
+        "4 KiB: the driver's allocation and free");
+  check(halloc(&wc, asked, 4 /* WriteCombined */) == 0 && host_calls(0) == 2 && hfree(wc) == 0 && host_calls(1) == 2,
+        "WriteCombined: the driver's");
+  void *d = NULL;
+  check(FN(host_alloc_fn, RTLD_DEFAULT, "cuMemHostAlloc")(&d, 2 * asked, 1 /* PORTABLE */) == 0 &&
+            kernel_page_kb(d) == 2048 && host_calls(0) == 2 && reg_calls() == 2,
+        "cuMemHostAlloc(PORTABLE) of 126 MiB: served and registered");
+  void *fn = NULL;
+  check(gpa("cuMemFreeHost", &fn, 12000, 0, NULL) == 0 && fn &&
+            fn != FN(void *(*)(const char *), driver, "fake_cuda_internal")("cuMemFreeHost") &&
+            ((host_free_fn)(uintptr_t)fn)(d) == 0 && host_calls(1) == 2 && host_calls(2) == 3,
+        "cuGetProcAddress(cuMemFreeHost) hands back hugepool's: a served buffer never reaches the driver's free");
+  void *p = NULL;
+  check(FN(host_alloc_fn, driver, "cuMemHostAlloc")(&p, asked, 0) == 0 && hfree(p) == 0 && host_calls(1) == 3,
+        "cudaFreeHost of the driver's own allocation: the driver's free");
+  check(FN(trim_fn, RTLD_DEFAULT, "hugepool_trim")() > 0 && unreg_calls() == 2, "trim unregisters both");
+}
 
 /* PyTorch registers a block in chunks from several threads at once. */
 enum { CHUNKS = 8 };
@@ -182,6 +248,10 @@ static void plain(void) {
   check(gpa("cuMemHostRegister", &fn, 12000, 0, NULL) == 0 &&
             fn == FN(void *(*)(const char *), driver, "fake_cuda_internal")("cuMemHostRegister"),
         "off: cuGetProcAddress hands back the driver's own function");
+  void *h = NULL;
+  check(FN(host_alloc_fn, RTLD_DEFAULT, "cudaHostAlloc")(&h, asked, 0) == 0 && host_calls(0) == 1 &&
+            FN(host_free_fn, RTLD_DEFAULT, "cudaFreeHost")(h) == 0 && host_calls(1) == 1,
+        "off: cudaHostAlloc and cudaFreeHost are the driver's");
   fn = NULL;
   check(FN(entry_fn, RTLD_DEFAULT, "cudaGetDriverEntryPoint")("cuMemHostRegister", &fn, 0, NULL) == 0 &&
             fn == FN(void *(*)(const char *), driver, "fake_cuda_internal")("cuMemHostRegister"),
@@ -280,6 +350,8 @@ int main(int argc, char **argv) {
     plain();
   else if (strcmp(mode, "all") == 0)
     all();
+  else if (strcmp(mode, "hostalloc") == 0)
+    hostalloc();
   else
     return 2;
   return fails != 0;

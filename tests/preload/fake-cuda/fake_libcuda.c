@@ -13,6 +13,7 @@
  * whose primary context is active and current. */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef int CUresult;
@@ -45,6 +46,11 @@ API CUresult cuGetErrorName(CUresult err, const char **name);
 API CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n);
 API CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n);
 API CUresult cuMemcpyHtoD_v2_ptds(uint64_t dst, const void *src, size_t n);
+API CUresult cuCtxSynchronize(void);
+API CUresult cuMemHostAlloc(void **p, size_t len, unsigned flags);
+API CUresult cuMemAllocHost_v2(void **p, size_t len);
+API CUresult cuMemFreeHost(void *p);
+API void fake_cuda_host_calls(long *alloc, long *free, long *sync);
 API CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags);
 API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64_t flags, int *status);
 
@@ -123,12 +129,42 @@ CUresult cuGetErrorName(CUresult err, const char **name) {
   return 0;
 }
 
+/* Pinned allocations: plain heap memory here (nothing is pinned), counted. */
+static long n_host_alloc, n_host_free, n_sync;
+void fake_cuda_host_calls(long *alloc, long *free_, long *sync) {
+  *alloc = n_host_alloc;
+  *free_ = n_host_free;
+  *sync = n_sync;
+}
+CUresult cuCtxSynchronize(void) {
+  n_sync++;
+  return 0;
+}
+static CUresult host_alloc_impl(void **p, size_t len, unsigned flags) {
+  if (!p || len == 0 || flags > 7) return 1;
+  *p = malloc(len);
+  if (!*p) return 2;
+  n_host_alloc++;
+  return 0;
+}
+static CUresult host_free_impl(void *p) {
+  if (!p) return 1;
+  free(p);
+  n_host_free++;
+  return 0;
+}
+CUresult cuMemHostAlloc(void **p, size_t len, unsigned flags) { return host_alloc_impl(p, len, flags); }
+CUresult cuMemAllocHost_v2(void **p, size_t len) { return host_alloc_impl(p, len, 0); }
+CUresult cuMemFreeHost(void *p) { return host_free_impl(p); }
+
 /* By name, as the real driver: version 12000 and later get _v2 where one exists. */
 static void *by_name(const char *symbol) {
   if (strcmp(symbol, "cuMemHostRegister") == 0) return (void *)(uintptr_t)&register_impl;
   if (strcmp(symbol, "cuMemHostUnregister") == 0) return (void *)(uintptr_t)&unregister_impl;
   if (strcmp(symbol, "cuGetProcAddress") == 0) return (void *)(uintptr_t)&cuGetProcAddress_v2;
   if (strcmp(symbol, "cuInit") == 0) return (void *)(uintptr_t)&cuInit;
+  if (strcmp(symbol, "cuMemHostAlloc") == 0) return (void *)(uintptr_t)&host_alloc_impl;
+  if (strcmp(symbol, "cuMemFreeHost") == 0) return (void *)(uintptr_t)&host_free_impl;
   return NULL;
 }
 

@@ -18,6 +18,9 @@ API int cudaHostUnregister(void *p);
 API long fake_cudart_calls(void);
 API int cudaMemcpy(void *dst, const void *src, size_t n, int kind);
 API int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream);
+API int cudaHostAlloc(void **p, size_t len, unsigned flags);
+API int cudaMallocHost(void **p, size_t len);
+API int cudaFreeHost(void *p);
 API int cudaMemcpy_ptds(void *dst, const void *src, size_t n, int kind);
 API int cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows, int kind);
 API int cudaGetDriverEntryPoint(const char *symbol, void **pfn, unsigned long long flags, int *status);
@@ -88,4 +91,26 @@ int cudaGetDriverEntryPointByVersion(const char *symbol, void **pfn, unsigned ve
                                      int *status) {
   (void)version;
   return cudaGetDriverEntryPoint(symbol, pfn, flags, status);
+}
+
+/* Pinned allocations through the driver's functions by name, as the real
+ * runtime reaches them. */
+typedef int (*host_alloc_fn)(void **, size_t, unsigned);
+typedef int (*host_free_fn)(void *);
+int cudaHostAlloc(void **p, size_t len, unsigned flags) {
+  calls++;
+  void *fn = driver_entry("cuMemHostAlloc");
+  host_alloc_fn alloc;
+  memcpy(&alloc, &fn, sizeof(alloc));
+  return alloc ? alloc(p, len, flags) : 3;
+}
+
+int cudaMallocHost(void **p, size_t len) { return cudaHostAlloc(p, len, 0); }
+
+int cudaFreeHost(void *p) {
+  calls++;
+  void *fn = driver_entry("cuMemFreeHost");
+  host_free_fn release;
+  memcpy(&release, &fn, sizeof(release));
+  return release ? release(p) : 3;
 }
