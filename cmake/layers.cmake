@@ -55,6 +55,7 @@ set(level_cache.h 4)
 set(level_share.h 4)
 set(level_shortage.h 4)
 set(level_tcache-entry.h 4) # tcache.c and tcache-all.c alone
+set(level_prefault.h 3)
 set(level_registrar.h 4)
 set(level_tcache.h 5)
 set(level_live.h 6)

@@ -268,6 +268,10 @@ int hp_cuda_registrar(void) {
   return registrar_cuda();
 }
 
+bool hp_cuda_context(void) { return registrar_cuda_context(); }
+
+int hp_cuda_synchronize(void) { return registrar_cuda_synchronize(); }
+
 /* The live block holding p: its start (a 2 MB boundary) is looked for one
  * 2 MB step back at a time, no further than the bytes hugepool maps (as
  * split.c's block_at).  A pointer hugepool does not own costs one registry

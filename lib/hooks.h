@@ -79,6 +79,11 @@ HP_INTERNAL uint64_t split_count(void);
  * with registrar.c's rules (registrar.h).  The CUDA driver's registrar:
  * its id, or -1 with errno = ENODEV (one line says why). */
 HP_INTERNAL int hp_cuda_registrar(void);
+/* That registrar added by this process and a context a registration can
+ * use (none is created): true.  The wait for every context that may use a
+ * portable buffer: 0 or the driver's error (registrar.h). */
+HP_INTERNAL bool hp_cuda_context(void);
+HP_INTERNAL int hp_cuda_synchronize(void);
 /* [p, p + len) inside one live hugepool buffer (anywhere: its start is
  * looked for back from p, one registry probe per 2 MB mapped at most): the
  * buffer's whole mapping registered

@@ -43,13 +43,16 @@
 #define HP_LIBC_ACTIVE_FLOOR_MINOR 34
 
 /* The oldest version of each name: the architecture's first glibc (V0), or
- * 2.12 for the thread names (the first aarch64 glibc, 2.17, had them). */
+ * 2.12 for the thread names and 2.3.4 for the affinity ones (the first
+ * aarch64 glibc, 2.17, had them all). */
 #if defined(__x86_64__)
 #define HP_LIBC_V0 "GLIBC_2.2.5"
 #define HP_LIBC_V12 "GLIBC_2.12"
+#define HP_LIBC_V34 "GLIBC_2.3.4"
 #elif defined(__aarch64__)
 #define HP_LIBC_V0 "GLIBC_2.17"
 #define HP_LIBC_V12 "GLIBC_2.17"
+#define HP_LIBC_V34 "GLIBC_2.17"
 #endif
 
 /* X(name, version): every glibc name newer than 2.17 that a preloaded object
@@ -68,6 +71,8 @@
   X(pthread_mutexattr_destroy, HP_LIBC_V0)       \
   X(pthread_mutexattr_settype, HP_LIBC_V0)       \
   X(pthread_sigmask, HP_LIBC_V0)                 \
+  X(pthread_attr_setstacksize, HP_LIBC_V0)       \
+  X(pthread_attr_setaffinity_np, HP_LIBC_V34)    \
   X(pthread_getname_np, HP_LIBC_V12)             \
   X(pthread_setname_np, HP_LIBC_V12)
 

@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-#include "os.h"
 #include "os-kernel.h"
+#include "os.h"
 
 static const char *const kSysfsPool = "/sys/kernel/mm/hugepages/hugepages-";
 static const char *const kSysfsNode = "/sys/devices/system/node/node";
@@ -138,4 +140,22 @@ bool os_node_has_memory(int node) {
   return (nodes_with_memory[(unsigned)node / (8 * sizeof(unsigned long))] >>
           ((unsigned)node % (8 * sizeof(unsigned long)))) &
          1UL;
+}
+
+bool os_node_cpus(cpu_set_t *set) {
+  unsigned cpu, node; /* the system call: getcpu() is glibc 2.29 (libc-floor.h) */
+  if (syscall(SYS_getcpu, &cpu, &node, NULL) != 0) return false;
+  char path[80], buf[4096];
+  (void)snprintf(path, sizeof(path), "/sys/devices/system/node/node%u/cpulist", node);
+  if (os_read_file(path, buf, sizeof(buf)) < 0) return false;
+  CPU_ZERO(set);
+  const char *p = buf;
+  while (*p >= '0' && *p <= '9') {
+    char *end = NULL;
+    long lo = strtol(p, &end, 10), hi = lo;
+    if (*end == '-') hi = strtol(end + 1, &end, 10);
+    for (long c = lo; c <= hi && c < CPU_SETSIZE; c++) CPU_SET((int)c, set);
+    p = *end == ',' ? end + 1 : end;
+  }
+  return CPU_COUNT(set) > 0;
 }

@@ -12,6 +12,7 @@
 #define HUGEPOOL_OS_H
 
 #include <stdbool.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -105,6 +106,10 @@ HP_INTERNAL bool os_node_has_memory(int node);
  * nodes with CPUs and memory that it may use (0 if unreadable); the node
  * files are read at the first question. */
 HP_INTERNAL int os_node_count(void);
+/* The CPUs of the NUMA node the calling thread runs on, into *set (the
+ * getcpu system call, /sys/devices/system/node/nodeN/cpulist); false where
+ * they cannot be read. */
+HP_INTERNAL bool os_node_cpus(cpu_set_t *set);
 /* Free huge pages not promised to any mapping; node < 0: whole pool.
  * (The whole pool's count is the free count alone when the reserved count
  * cannot be read.) */

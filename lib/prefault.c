@@ -12,24 +12,26 @@
  * raising SIGBUS where a page cannot be had.
  *
  * The helper threads run with every signal blocked (a program's handlers
- * never run on them) and a 64 KiB stack, and are joined before the call
+ * never run on them) and a small stack (64 KiB, or twice the system's
+ * minimum), and are joined before the call
  * returns.  Where a thread cannot be started its slice is faulted by the
  * caller.  A page lands on the node of the thread that faults it, as the
  * registration's own fault would put it on the caller's: on a machine of
  * several nodes the helpers run only on the CPUs of the caller's node that
- * it may use, and where those cannot be read nothing is done here. */
+ * it may use, and where those cannot be read nothing is done here.  The
+ * slices are whole 2 MB pages: on 1 GB pages the threads of one page wait
+ * for each other (no gain, no harm).  Every registrar gets it: a
+ * registration pins the pages it is given, whoever's it is. */
 #define _GNU_SOURCE
 #include "prefault.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include "os.h"
@@ -43,31 +45,15 @@ typedef struct slice {
   size_t size;
 } slice;
 
+/* A kernel without MADV_POPULATE_WRITE (before 5.14) says EINVAL once. */
+static atomic_bool unsupported;
+
 static void *populate(void *arg) {
   const slice *s = arg;
   int saved = errno;
-  (void)os_populate(s->addr, s->size); /* best effort: see the file's comment */
-  errno = saved;
+  if (os_populate(s->addr, s->size) != 0 && errno == EINVAL) atomic_store(&unsupported, true);
+  errno = saved; /* best effort: see the file's comment */
   return NULL;
-}
-
-/* The CPUs of a cpulist ("0-15,32-47") into *set; false where unreadable. */
-static bool parse_cpulist(const char *text, cpu_set_t *set) {
-  CPU_ZERO(set);
-  const char *c = text;
-  while (*c && *c != '\n') {
-    char *end;
-    long lo = strtol(c, &end, 10), hi = lo;
-    if (end == c || lo < 0) return false;
-    if (*end == '-') {
-      c = end + 1;
-      hi = strtol(c, &end, 10);
-      if (end == c || hi < lo) return false;
-    }
-    for (long cpu = lo; cpu <= hi && cpu < CPU_SETSIZE; cpu++) CPU_SET((int)cpu, set);
-    c = *end == ',' ? end + 1 : end;
-  }
-  return CPU_COUNT(set) > 0;
 }
 
 /* The CPUs the helpers may run on, in *set: the caller's, and on a machine
@@ -75,22 +61,15 @@ static bool parse_cpulist(const char *text, cpu_set_t *set) {
 static bool helper_cpus(cpu_set_t *set) {
   if (sched_getaffinity(0, sizeof(*set), set) != 0) return false;
   if (os_node_count() <= 1) return true;
-  unsigned cpu, node;
-  if (getcpu(&cpu, &node) != 0) return false;
-  char path[64], text[4096];
-  (void)snprintf(path, sizeof(path), "/sys/devices/system/node/node%u/cpulist", node);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t n = read(fd, text, sizeof(text) - 1);
-  close(fd);
   cpu_set_t on_node;
-  if (n <= 0 || (text[n] = '\0', !parse_cpulist(text, &on_node))) return false;
+  if (!os_node_cpus(&on_node)) return false;
   CPU_AND(set, set, &on_node);
   return CPU_COUNT(set) > 0;
 }
 
 void hp_prefault_parallel(void *addr, size_t size) {
-  if (size < 2 * SLICE_MIN || (uintptr_t)addr % GRANULE != 0) return;
+  if (size < 2 * SLICE_MIN || (uintptr_t)addr % GRANULE != 0 || atomic_load(&unsupported) || !hp_libc_complete())
+    return;
   cpu_set_t cpus;
   int saved = errno;
   bool known = helper_cpus(&cpus);
@@ -110,7 +89,10 @@ void hp_prefault_parallel(void *addr, size_t size) {
   pthread_attr_t attr;
   bool attr_ok = pthread_attr_init(&attr) == 0;
   if (attr_ok) {
-    (void)pthread_attr_setstacksize(&attr, (size_t)64 << 10);
+    long min = sysconf(_SC_THREAD_STACK_MIN); /* 16 KiB on x86-64, 128 KiB on arm64 */
+    size_t stack = (size_t)64 << 10;
+    if (min > 0 && (size_t)min * 2 > stack) stack = (size_t)min * 2;
+    (void)pthread_attr_setstacksize(&attr, stack);
     (void)pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
   }
   sigset_t all, old;

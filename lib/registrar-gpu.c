@@ -242,18 +242,40 @@ static int added_once(_Atomic int *id, int (*open_fn)(void)) {
 
 int registrar_cuda(void) { return added_once(&cuda_id, open_cuda); }
 
+/* The CUDA registrar added by this process (never a forked child's parent:
+ * CUDA does not work across fork). */
+static bool cuda_ours(void) { return atomic_load(&cuda_id) > 0 && atomic_load(&owner_pid_a) == os_pid(); }
+
 bool registrar_cuda_context(void) {
   int dev;
-  if (atomic_load(&cuda_id) <= 0 || cu_enter(&dev) != 0) return false;
+  if (!cuda_ours() || cu_enter(&dev) != 0) return false;
   cu_leave(dev);
   return true;
 }
 
-void registrar_cuda_synchronize(void) {
-  int dev;
-  if (atomic_load(&cuda_id) <= 0 || cu_enter(&dev) != 0) return; /* no context: nothing in flight */
-  (void)cu.ctx_synchronize();
-  cu_leave(dev);
+/* Every context that may be using a portable buffer: the calling thread's,
+ * and each device's primary context that is active. */
+int registrar_cuda_synchronize(void) {
+  if (!cuda_ours()) return 0;
+  int first_error = 0, count = 0;
+  CUcontext cur = NULL;
+  if (cu.ctx_get_current(&cur) == 0 && cur) first_error = cu.ctx_synchronize();
+  if (cu.device_get_count(&count) != 0) return first_error;
+  for (int i = 0; i < count; i++) {
+    CUdevice dev;
+    unsigned flags;
+    int active = 0;
+    CUcontext ctx;
+    if (cu.device_get(&dev, i) != 0 || cu.primary_state(dev, &flags, &active) != 0 || !active) continue;
+    if (cu.primary_retain(&ctx, dev) != 0) continue;
+    if (ctx != cur && cu.ctx_push(ctx) == 0) {
+      int err = cu.ctx_synchronize();
+      if (!first_error) first_error = err;
+      cu.ctx_pop(&ctx);
+    }
+    cu.primary_release(dev);
+  }
+  return first_error;
 }
 
 int registrar_hip(void) { return added_once(&hip_id, open_hip); }

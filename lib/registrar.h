@@ -70,12 +70,16 @@ HP_INTERNAL void registrar_child_forget(void);
  * or no device: one line says which). */
 HP_INTERNAL int registrar_cuda(void);
 HP_INTERNAL int registrar_hip(void);
-/* The CUDA registrar added and a context a registration can use (the
- * calling thread's, or an active primary context): true.  Creates none. */
+/* The CUDA registrar added by this process and a context a registration
+ * can use (the calling thread's, or an active primary context): true.
+ * Creates none. */
 HP_INTERNAL bool registrar_cuda_context(void);
-/* Waits for the work of that context (cuCtxSynchronize), as the driver's
- * cuMemFreeHost does before it unpins; nothing without one. */
-HP_INTERNAL void registrar_cuda_synchronize(void);
+/* Waits for the work of every context that may use a portable buffer (the
+ * calling thread's, each active primary context), as the driver's
+ * cuMemFreeHost does before it unpins: 0, or the driver's first error
+ * (a CUresult: the runtime's numbers are the same for the errors a
+ * synchronize reports).  Nothing in a process that did not add the registrar. */
+HP_INTERNAL int registrar_cuda_synchronize(void);
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,6 @@
 #include "hooks.h"
 #include "hugepool/hugepool.h"
 #include "preload.h"
-#include "registrar.h"
 
 static long long cuda_mode(void) {
   (void)hugepool_get_policy(); /* the core's options are read */
@@ -22,10 +21,10 @@ static const hp_cuda_bridge bridge = {
     .register_range = hp_register_range,
     .registered_range = hp_registered_range,
     .warn = warn_text,
-    .cuda_context = registrar_cuda_context,
+    .cuda_context = hp_cuda_context,
     .alloc_registered = hugepool_alloc_registered,
     .free = hugepool_free,
-    .cuda_synchronize = registrar_cuda_synchronize,
+    .cuda_synchronize = hp_cuda_synchronize,
 };
 
 __attribute__((visibility("default"))) const hp_cuda_bridge *hugepool_preload_cuda_bridge(void);

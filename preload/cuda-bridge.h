@@ -24,11 +24,11 @@ typedef struct hp_cuda_bridge {
   void (*warn)(const char *text); /* one hugepool warning line */
   /* cudaHostAlloc served (cuda-hostalloc.c): a context a registration can
    * use; a buffer registered with id (hugepool_alloc_registered); its free
-   * (hugepool_free); a wait for the context's work. */
+   * (hugepool_free); a wait for the contexts' work: 0 or the driver's error. */
   bool (*cuda_context)(void);
   void *(*alloc_registered)(size_t bytes, int id);
   void (*free)(void *p);
-  void (*cuda_synchronize)(void);
+  int (*cuda_synchronize)(void);
 } hp_cuda_bridge;
 
 typedef const hp_cuda_bridge *(*hp_cuda_bridge_fn)(void);

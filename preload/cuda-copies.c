@@ -48,7 +48,7 @@ static void runtime_copy(void *dst, const void *src, size_t n, int kind) {
 /* The host bytes a 2D copy spans on one side (0 where none or overflowing). */
 static size_t span_2d(size_t pitch, size_t width, size_t rows) {
   if (rows == 0 || width == 0) return 0;
-  if (pitch < width) return width; /* the runtime refuses it; nothing to find */
+  if (pitch < width) return 0; /* the runtime refuses it: nothing to register */
   if (rows - 1 > (SIZE_MAX - width) / pitch) return 0;
   return pitch * (rows - 1) + width;
 }

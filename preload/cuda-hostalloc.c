@@ -4,25 +4,37 @@
  * cuMemAllocHost_v2 and cuMemHostAlloc of 1 MiB or more, with flags of
  * PORTABLE and MAPPED (DEVICEMAP) only, get a hugepool buffer registered
  * with the core's CUDA registrar (portable and mapped: what was asked, or
- * more), from the cache when one fits: the first costs the registration of
- * whole 2 MB pages (56 ms a GB against 390 for cuMemHostAlloc on an H200,
- * bench/RESULTS.md), the next none.  cudaFreeHost and cuMemFreeHost of
- * such a buffer wait for the context's work, as the driver's free does
- * before it unpins (a copy still reading the buffer finishes first), and
- * give it back to hugepool's cache, registered.
+ * more), from the cache when one fits: a fresh one costs its registration
+ * (56-66 ms a GB on 2 MB pages against 390-565 for cuMemHostAlloc on an
+ * H200, bench/RESULTS.md), a cached one none.  cudaFreeHost and
+ * cuMemFreeHost of such a buffer wait for every context that may use it
+ * (the calling thread's, each active primary context), as the driver's
+ * free waits before it unpins, so a copy still reading the buffer finishes
+ * first; then the buffer goes back to hugepool's cache, registered.  The
+ * first error of those waits is the free's answer, as the driver's is.
  *
  * Left to the driver: smaller requests, WRITECOMBINED, a process with no
  * CUDA context yet (the driver's call makes the one the program expects;
- * the next are served), a request hugepool cannot cover, and every free of
- * memory this file did not hand out.  Like the driver's, the memory is not
- * cleared: a buffer from the cache holds what its last owner wrote.
- * A driver function handed out by name (cuGetProcAddress) for cuMemFreeHost
- * is always swapped for ours, so a buffer served here is never given to the
- * driver's free; the allocation functions are swapped where they are the
- * driver's exported ones. */
+ * the next are served), a request hugepool cannot cover, more than 4096
+ * live served buffers, and every free of memory not handed out here.
+ * Differences a program could see: the memory is not cleared (a cached
+ * buffer holds what its last owner wrote; the driver's pinned memory is
+ * not documented as cleared either); cudaHostGetFlags/cuMemHostGetFlags
+ * know it as registered memory, not as an allocation; a driver-API call
+ * from a thread with no current context is served through an active
+ * primary context where the driver would say INVALID_CONTEXT.  A
+ * cudaHostRegister of served memory is refused with 712, as the driver
+ * refuses it (cuda.c asks hpl_cuda_hostalloc_holds).  The driver's
+ * cuMemFreeHost handed out by name (cuGetProcAddress, the runtime's entry
+ * points) is swapped for ours, in up to four forms, so a served buffer
+ * never reaches the driver's free; the allocation functions are swapped
+ * where they are the driver's exported ones.  A forked child keeps the
+ * table: its free of a parent's buffer gives it to hugepool's cache with
+ * no CUDA call (the registrar refuses a child). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "cuda-preload.h"
@@ -31,16 +43,29 @@
 #define SERVED_ALLOC_FLAGS 0x3u /* PORTABLE 1, DEVICEMAP (cudaHostAllocMapped) 2; WRITECOMBINED 4 is the driver's */
 #define SERVED_MAX 4096         /* live served buffers; more go to the driver */
 
+typedef struct served_buffer {
+  uintptr_t start, end; /* the program's bytes */
+} served_buffer;
+
 static pthread_mutex_t served_lock = PTHREAD_MUTEX_INITIALIZER;
-static void *served[SERVED_MAX];
+static served_buffer served[SERVED_MAX];
 static atomic_size_t n_served;
 
-static bool remember(void *p) {
+/* A fork taken while another thread holds the lock leaves the child a
+ * usable one. */
+static void fork_prepare(void) { pthread_mutex_lock(&served_lock); }
+static void fork_parent(void) { pthread_mutex_unlock(&served_lock); }
+static void fork_child(void) { pthread_mutex_init(&served_lock, NULL); }
+static void register_fork_handlers(void) { (void)pthread_atfork(fork_prepare, fork_parent, fork_child); }
+
+static bool remember(void *p, size_t bytes) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, register_fork_handlers);
   pthread_mutex_lock(&served_lock);
   size_t n = atomic_load_explicit(&n_served, memory_order_relaxed);
   bool ok = n < SERVED_MAX;
   if (ok) {
-    served[n] = p;
+    served[n] = (served_buffer){(uintptr_t)p, (uintptr_t)p + bytes};
     atomic_store_explicit(&n_served, n + 1, memory_order_relaxed);
   }
   pthread_mutex_unlock(&served_lock);
@@ -53,11 +78,21 @@ static bool forget(const void *p) {
   pthread_mutex_lock(&served_lock);
   size_t n = atomic_load_explicit(&n_served, memory_order_relaxed);
   for (size_t i = 0; i < n && !found; i++)
-    if (served[i] == p) {
+    if (served[i].start == (uintptr_t)p) {
       served[i] = served[n - 1];
       atomic_store_explicit(&n_served, n - 1, memory_order_relaxed);
       found = true;
     }
+  pthread_mutex_unlock(&served_lock);
+  return found;
+}
+
+bool hpl_cuda_hostalloc_holds(uintptr_t start, uintptr_t end) {
+  if (atomic_load_explicit(&n_served, memory_order_relaxed) == 0) return false;
+  bool found = false;
+  pthread_mutex_lock(&served_lock);
+  size_t n = atomic_load_explicit(&n_served, memory_order_relaxed);
+  for (size_t i = 0; i < n && !found; i++) found = start < served[i].end && served[i].start < end;
   pthread_mutex_unlock(&served_lock);
   return found;
 }
@@ -70,19 +105,20 @@ static void *served_alloc(size_t bytes, unsigned flags) {
   const hp_cuda_bridge *core = hpl_cuda_core();
   if (!core->cuda_context()) return NULL;
   void *p = core->alloc_registered(bytes, id);
-  if (p && !remember(p)) {
+  if (p && !remember(p, bytes)) {
     core->free(p);
     p = NULL;
   }
   return p;
 }
 
-static bool served_free(void *p) {
-  if (!p || !forget(p)) return false;
+/* 0 or the driver's error: served here; -1: not handed out here. */
+static int served_free(void *p) {
+  if (!p || !forget(p)) return -1;
   const hp_cuda_bridge *core = hpl_cuda_core();
-  core->cuda_synchronize();
+  int rc = core->cuda_synchronize();
   core->free(p);
-  return true;
+  return rc;
 }
 
 typedef int (*alloc_flags_fn)(void **p, size_t bytes, unsigned flags);
@@ -101,7 +137,8 @@ static int alloc_via(enum next_symbol which, void **p, size_t bytes, unsigned fl
 }
 
 static int free_via(any_fn real, void *p) {
-  if (served_free(p)) return 0;
+  int rc = served_free(p);
+  if (rc >= 0) return rc;
   return real ? ((free_fn)real)(p) : CU_NOT_INITIALIZED;
 }
 
@@ -128,17 +165,29 @@ CUresult cuMemAllocHost_v2(void **p, size_t bytes) { return alloc_via(NEXT_cuMem
 
 CUresult cuMemFreeHost(void *p) { return free_via(hpl_cuda_next(NEXT_cuMemFreeHost), p); }
 
-/* The driver's cuMemFreeHost as it hands it out by name, if it is none of
- * its exported symbols. */
-static _Atomic(any_fn) hidden_free;
+/* The driver's cuMemFreeHost as it hands it out by name, when it is none of
+ * its exported symbols: a wrapper for each of up to four forms seen. */
+static _Atomic(any_fn) hidden_free[4];
+#define HIDDEN_FREE(i) \
+  static CUresult hidden_free_##i(void *p) { return free_via(atomic_load(&hidden_free[i]), p); }
+HIDDEN_FREE(0)
+HIDDEN_FREE(1)
+HIDDEN_FREE(2)
+HIDDEN_FREE(3)
+static const free_fn hidden_free_wrappers[4] = {hidden_free_0, hidden_free_1, hidden_free_2, hidden_free_3};
 
-static CUresult hidden_free_wrapper(void *p) { return free_via(atomic_load(&hidden_free), p); }
+static any_fn hidden_free_for(any_fn real) {
+  for (size_t i = 0; i < 4; i++)
+    if (hpl_cuda_claims(&hidden_free[i], real)) return (any_fn)hidden_free_wrappers[i];
+  static atomic_bool said;
+  if (!atomic_exchange(&said, true))
+    hpl_cuda_core()->warn("--cuda: the driver handed out a fifth form of cuMemFreeHost; it is passed on as it is");
+  return NULL;
+}
 
 any_fn hpl_cuda_hostalloc_for(const char *symbol, any_fn real) {
-  if (strcmp(symbol, "cuMemFreeHost") == 0) {
-    if (real == hpl_cuda_next(NEXT_cuMemFreeHost)) return (any_fn)cuMemFreeHost;
-    return hpl_cuda_claims(&hidden_free, real) ? (any_fn)hidden_free_wrapper : NULL;
-  }
+  if (strcmp(symbol, "cuMemFreeHost") == 0)
+    return real == hpl_cuda_next(NEXT_cuMemFreeHost) ? (any_fn)cuMemFreeHost : hidden_free_for(real);
   if (strcmp(symbol, "cuMemHostAlloc") == 0 && real == hpl_cuda_next(NEXT_cuMemHostAlloc))
     return (any_fn)cuMemHostAlloc;
   if (strcmp(symbol, "cuMemAllocHost") == 0 && real == hpl_cuda_next(NEXT_cuMemAllocHost_v2))

@@ -75,5 +75,7 @@ HPL_HIDDEN bool hpl_cuda_claims(_Atomic(any_fn) *slot, any_fn real);
 /* The wrapper of cuda-hostalloc.c for what the driver handed out for
  * symbol, or NULL (cuda.c's cuGetProcAddress asks). */
 HPL_HIDDEN any_fn hpl_cuda_hostalloc_for(const char *symbol, any_fn real);
+/* [start, end) overlaps a buffer cuda-hostalloc.c handed out. */
+HPL_HIDDEN bool hpl_cuda_hostalloc_holds(uintptr_t start, uintptr_t end);
 
 #endif

@@ -174,6 +174,7 @@ static long served_register(void *p, size_t bytes, unsigned flags) {
   int id;
   if (!hpl_cuda_on() || bytes == 0 || (flags & ~SERVED_FLAGS) || (id = hpl_cuda_registrar()) < 0) return -1;
   uintptr_t start = (uintptr_t)p, end = start + bytes;
+  if (hpl_cuda_hostalloc_holds(start, end)) return CU_ALREADY_REGISTERED; /* pinned already, as the driver says */
   pthread_mutex_lock(&ranges_lock);
   bool overlaps = overlaps_program_range(start, end, id);
   pthread_mutex_unlock(&ranges_lock);

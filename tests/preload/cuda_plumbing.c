@@ -109,13 +109,23 @@ static void hostalloc(void) {
         "cudaHostAlloc(Mapped) of 63 MiB: a buffer on 2 MB pages (smaps), not the driver's");
   check(reg_calls() == 1 && length(h) == 64u << 20, "cudaHostAlloc: its whole mapping registered once");
   memset(h, 7, asked);
+  check(FN(reg_fn, RTLD_DEFAULT, "cudaHostRegister")((char *)h + 4096, 4096, 0) == 712 && reg_calls() == 1,
+        "cudaHostRegister of served memory: 712, as the driver answers for its own pinned memory");
   check(hfree(h) == 0 && host_calls(1) == 0 && host_calls(2) == 1 && unreg_calls() == 0,
         "cudaFreeHost: the context synchronized, the buffer cached, still registered");
   void *again = NULL;
-  check(FN(host_alloc_fn, RTLD_DEFAULT, "cudaHostAlloc")(&again, asked, 0) == 0 && again == h && reg_calls() == 1,
+  check(halloc(&again, asked, 0) == 0 && again == h && reg_calls() == 1,
         "cudaHostAlloc again: the cached buffer, no registration");
-  check(FN(host_free_fn, RTLD_DEFAULT, "cuMemFreeHost")(again) == 0 && host_calls(1) == 0,
+  check(FN(host_free_fn, RTLD_DEFAULT, "cuMemFreeHost")(again) == 0 && host_calls(1) == 0 && host_calls(2) == 2,
         "cuMemFreeHost of it: served too");
+  void *m = NULL, *m2 = NULL, *m3 = NULL;
+  check(FN(int (*)(void **, size_t), RTLD_DEFAULT, "cudaMallocHost")(&m, asked) == 0 && kernel_page_kb(m) == 2048 &&
+            FN(int (*)(void **, size_t), RTLD_DEFAULT, "cuMemAllocHost_v2")(&m2, asked) == 0 &&
+            kernel_page_kb(m2) == 2048 && halloc(&m3, asked, 3 /* PORTABLE | Mapped */) == 0 &&
+            kernel_page_kb(m3) == 2048 && host_calls(0) == 0,
+        "cudaMallocHost, cuMemAllocHost_v2 and cudaHostAlloc(Portable | Mapped): served");
+  check(hfree(m) == 0 && hfree(m2) == 0 && hfree(m3) == 0 && host_calls(1) == 0, "and their frees");
+  check(halloc(NULL, asked, 0) == 1 && host_calls(0) == 0, "cudaHostAlloc(NULL, ...): the driver's answer");
   void *small = NULL, *wc = NULL;
   check(halloc(&small, 4096, 0) == 0 && host_calls(0) == 1 && hfree(small) == 0 && host_calls(1) == 1,
         "4 KiB: the driver's allocation and free");
@@ -123,17 +133,29 @@ static void hostalloc(void) {
         "WriteCombined: the driver's");
   void *d = NULL;
   check(FN(host_alloc_fn, RTLD_DEFAULT, "cuMemHostAlloc")(&d, 2 * asked, 1 /* PORTABLE */) == 0 &&
-            kernel_page_kb(d) == 2048 && host_calls(0) == 2 && reg_calls() == 2,
+            kernel_page_kb(d) == 2048 && host_calls(0) == 2 && length(d) == 128u << 20,
         "cuMemHostAlloc(PORTABLE) of 126 MiB: served and registered");
   void *fn = NULL;
+  long syncs = host_calls(2);
   check(gpa("cuMemFreeHost", &fn, 12000, 0, NULL) == 0 && fn &&
             fn != FN(void *(*)(const char *), driver, "fake_cuda_internal")("cuMemFreeHost") &&
-            ((host_free_fn)(uintptr_t)fn)(d) == 0 && host_calls(1) == 2 && host_calls(2) == 3,
+            ((host_free_fn)(uintptr_t)fn)(d) == 0 && host_calls(1) == 2 && host_calls(2) == syncs + 1,
         "cuGetProcAddress(cuMemFreeHost) hands back hugepool's: a served buffer never reaches the driver's free");
   void *p = NULL;
   check(FN(host_alloc_fn, driver, "cuMemHostAlloc")(&p, asked, 0) == 0 && hfree(p) == 0 && host_calls(1) == 3,
         "cudaFreeHost of the driver's own allocation: the driver's free");
-  check(FN(trim_fn, RTLD_DEFAULT, "hugepool_trim")() > 0 && unreg_calls() == 2, "trim unregisters both");
+  void *f = NULL;
+  check(halloc(&f, asked, 0) == 0 && host_calls(0) == 3, "a served buffer before a fork");
+  syncs = host_calls(2);
+  pid_t child = fork();
+  if (child == 0) _exit(hfree(f) == 0 && host_calls(1) == 3 && host_calls(2) == syncs ? 0 : 1);
+  int st = 1;
+  waitpid(child, &st, 0);
+  check(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+        "a forked child's cudaFreeHost of it: back to hugepool's cache, no CUDA call, not the driver's free");
+  check(hfree(f) == 0 && host_calls(2) == syncs + 1, "the parent's own free of it: served");
+  check(FN(trim_fn, RTLD_DEFAULT, "hugepool_trim")() > 0 && unreg_calls() == reg_calls() && reg_calls() >= 2,
+        "trim unregisters every mapping registered");
 }
 
 /* PyTorch registers a block in chunks from several threads at once. */

@@ -183,6 +183,7 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64
 }
 
 /* Copies move nothing here: the plumbing test counts registrations only. */
-CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) { return dst && src && n ? 0 : 1; }
+static CUresult copy_impl(uint64_t dst, const void *src, size_t n) { return dst && src && n ? 0 : 1; }
+CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) { return copy_impl(dst, src, n); }
 CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) { return dst && src && n ? 0 : 1; }
-CUresult cuMemcpyHtoD_v2_ptds(uint64_t dst, const void *src, size_t n) { return cuMemcpyHtoD_v2(dst, src, n); }
+CUresult cuMemcpyHtoD_v2_ptds(uint64_t dst, const void *src, size_t n) { return copy_impl(dst, src, n); }

@@ -58,46 +58,60 @@ int cudaHostUnregister(void *p) {
 
 long fake_cudart_calls(void) { return calls; }
 
-/* Copies move nothing here: the plumbing test counts registrations only. */
-int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
-  (void)dst, (void)src, (void)n;
+/* Copies move nothing here: the plumbing test counts registrations only.
+ * Each exported name calls a static function, never another exported name:
+ * through the PLT that would be the preload's wrapper, and a test of one
+ * wrapper would pass on another's work. */
+static int copy_impl(int kind) {
   calls++;
   return kind >= 0 && kind <= 4 ? 0 : 21; /* cudaErrorInvalidMemcpyDirection */
 }
 
-int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream) {
-  (void)stream;
-  return cudaMemcpy(dst, src, n, kind);
+int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
+  (void)dst, (void)src, (void)n;
+  return copy_impl(kind);
 }
 
-int cudaMemcpy_ptds(void *dst, const void *src, size_t n, int kind) { return cudaMemcpy(dst, src, n, kind); }
+int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream) {
+  (void)dst, (void)src, (void)n, (void)stream;
+  return copy_impl(kind);
+}
+
+int cudaMemcpy_ptds(void *dst, const void *src, size_t n, int kind) {
+  (void)dst, (void)src, (void)n;
+  return copy_impl(kind);
+}
 
 int cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows, int kind) {
-  (void)dpitch, (void)rows;
-  return spitch >= width ? cudaMemcpy(dst, src, width, kind) : 1;
+  (void)dst, (void)dpitch, (void)src, (void)rows;
+  return spitch >= width ? copy_impl(kind) : 1;
 }
 
 /* As the real runtime: the driver's function for a name, through its own
  * handle (the preload's cuGetProcAddress never sees the request). */
-int cudaGetDriverEntryPoint(const char *symbol, void **pfn, unsigned long long flags, int *status) {
-  (void)flags;
+static int entry_impl(const char *symbol, void **pfn, int *status) {
   calls++;
   *pfn = driver_entry(symbol);
   if (status) *status = *pfn ? 0 : 1;
   return *pfn ? 0 : 500; /* cudaErrorSymbolNotFound */
 }
 
+int cudaGetDriverEntryPoint(const char *symbol, void **pfn, unsigned long long flags, int *status) {
+  (void)flags;
+  return entry_impl(symbol, pfn, status);
+}
+
 int cudaGetDriverEntryPointByVersion(const char *symbol, void **pfn, unsigned version, unsigned long long flags,
                                      int *status) {
-  (void)version;
-  return cudaGetDriverEntryPoint(symbol, pfn, flags, status);
+  (void)version, (void)flags;
+  return entry_impl(symbol, pfn, status);
 }
 
 /* Pinned allocations through the driver's functions by name, as the real
  * runtime reaches them. */
 typedef int (*host_alloc_fn)(void **, size_t, unsigned);
 typedef int (*host_free_fn)(void *);
-int cudaHostAlloc(void **p, size_t len, unsigned flags) {
+static int host_alloc_impl(void **p, size_t len, unsigned flags) {
   calls++;
   void *fn = driver_entry("cuMemHostAlloc");
   host_alloc_fn alloc;
@@ -105,7 +119,9 @@ int cudaHostAlloc(void **p, size_t len, unsigned flags) {
   return alloc ? alloc(p, len, flags) : 3;
 }
 
-int cudaMallocHost(void **p, size_t len) { return cudaHostAlloc(p, len, 0); }
+int cudaHostAlloc(void **p, size_t len, unsigned flags) { return host_alloc_impl(p, len, flags); }
+
+int cudaMallocHost(void **p, size_t len) { return host_alloc_impl(p, len, 0); }
 
 int cudaFreeHost(void *p) {
   calls++;
