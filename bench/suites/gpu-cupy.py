@@ -14,9 +14,10 @@ Each configuration runs in a process of its own.  Exits 77 with "skip:
 REASON" without CuPy or without a device.
 """
 import json
-import os
 import subprocess
 import sys
+
+from gpu_child import run_child, target
 
 CHILD = r"""
 import json, sys, time
@@ -67,16 +68,7 @@ else:
 
 def child(mode, preload=None):
     cmd = ([preload, "--cuda", "--"] if preload else []) + [sys.executable, "-c", CHILD, mode]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if out.returncode != 0:
-        raise RuntimeError(f"{mode} failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
-    if out.stderr.strip():
-        print("\n".join(f"  stderr: {line}" for line in out.stderr.strip().splitlines()[-6:]))
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def target(what, ok, detail):
-    print(f"target: {'PASS' if ok else 'FAIL'} {what} ({detail})")
+    return run_child(cmd)
 
 
 def main():

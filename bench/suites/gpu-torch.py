@@ -23,6 +23,8 @@ import os
 import subprocess
 import sys
 
+from gpu_child import run_child, target
+
 CHILD = r"""
 import json, os, sys, time
 import torch
@@ -99,16 +101,7 @@ def child(mode, env_extra=None, preload=None):
     env.update(env_extra or {})
     env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
     cmd = ([preload, "--cuda", "--"] if preload else []) + [sys.executable, "-c", CHILD, mode]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    if out.returncode != 0:
-        raise RuntimeError(f"{mode} failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
-    if out.stderr.strip():  # what hugepool (or the program) said: part of the record
-        print("\n".join(f"  stderr: {line}" for line in out.stderr.strip().splitlines()[-6:]))
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def target(what, ok, detail):
-    print(f"target: {'PASS' if ok else 'FAIL'} {what} ({detail})")
+    return run_child(cmd, env)
 
 
 def pin(run):
