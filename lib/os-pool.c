@@ -77,21 +77,30 @@ typedef unsigned long node_mask[HP_NODE_WORDS];
 static node_mask nodes_with_memory;
 static int first_touch_nodes;
 
-/* A node list ("0", "0-3,6") into mask; false if there is none. */
-static bool parse_nodes(const char *p, node_mask mask) {
+/* A list of the kernel's ("0", "0-3,6": nodes, CPUs): add(n, set) for each
+ * n in it below limit; false if there is none. */
+static bool parse_list(const char *p, long limit, void (*add)(long n, void *set), void *set) {
   bool any = false;
   while (*p >= '0' && *p <= '9') {
     char *end = NULL;
     long lo = strtol(p, &end, 10), hi = lo;
     if (*end == '-') hi = strtol(end + 1, &end, 10);
-    for (long n = lo; n <= hi && n < HP_MAX_NODES; n++) {
-      mask[n / (long)(8 * sizeof(unsigned long))] |= 1UL << (n % (long)(8 * sizeof(unsigned long)));
+    for (long n = lo; n <= hi && n < limit; n++) {
+      add(n, set);
       any = true;
     }
     p = *end == ',' ? end + 1 : end;
   }
   return any;
 }
+
+static void add_node(long n, void *set) {
+  unsigned long *mask = set;
+  mask[n / (long)(8 * sizeof(unsigned long))] |= 1UL << (n % (long)(8 * sizeof(unsigned long)));
+}
+
+/* A node list into mask; false if there is none. */
+static bool parse_nodes(const char *p, node_mask mask) { return parse_list(p, HP_MAX_NODES, add_node, mask); }
 
 /* A node list from a file, or the line of /proc/self/status that starts
  * with `key`; false if it cannot be read. */
@@ -142,20 +151,14 @@ bool os_node_has_memory(int node) {
          1UL;
 }
 
+static void add_cpu(long n, void *set) { CPU_SET((int)n, (cpu_set_t *)set); }
+
 bool os_node_cpus(cpu_set_t *set) {
   unsigned cpu, node; /* the system call: getcpu() is glibc 2.29 (libc-floor.h) */
   if (syscall(SYS_getcpu, &cpu, &node, NULL) != 0) return false;
   char path[80], buf[4096];
-  (void)snprintf(path, sizeof(path), "/sys/devices/system/node/node%u/cpulist", node);
+  (void)snprintf(path, sizeof(path), "%s%u/cpulist", kSysfsNode, node);
   if (os_read_file(path, buf, sizeof(buf)) < 0) return false;
   CPU_ZERO(set);
-  const char *p = buf;
-  while (*p >= '0' && *p <= '9') {
-    char *end = NULL;
-    long lo = strtol(p, &end, 10), hi = lo;
-    if (*end == '-') hi = strtol(end + 1, &end, 10);
-    for (long c = lo; c <= hi && c < CPU_SETSIZE; c++) CPU_SET((int)c, set);
-    p = *end == ',' ? end + 1 : end;
-  }
-  return CPU_COUNT(set) > 0;
+  return parse_list(buf, CPU_SETSIZE, add_cpu, set);
 }
