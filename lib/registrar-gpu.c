@@ -74,6 +74,15 @@ static int cu_errno(CUresult rc) {
 /* A context for the call, never a new one: the current one, else an active
  * primary context (pushed; *pushed_dev says which to release).  0, or
  * ENXIO when the program has none. */
+/* Device ordinal i's primary context, retained (*dev, *ctx), if the
+ * program made it active: retaining an active one creates nothing. */
+static bool retain_active_primary(int i, CUdevice *dev, CUcontext *ctx) {
+  unsigned flags;
+  int active = 0;
+  return cu.device_get(dev, i) == 0 && cu.primary_state(*dev, &flags, &active) == 0 && active &&
+         cu.primary_retain(ctx, *dev) == 0;
+}
+
 static int cu_enter(int *pushed_dev) {
   CUcontext ctx = NULL;
   *pushed_dev = -1;
@@ -82,10 +91,7 @@ static int cu_enter(int *pushed_dev) {
   if (cu.device_get_count(&count) != 0) return ENXIO;
   for (int i = 0; i < count; i++) {
     CUdevice dev;
-    unsigned flags;
-    int active = 0;
-    if (cu.device_get(&dev, i) != 0 || cu.primary_state(dev, &flags, &active) != 0 || !active) continue;
-    if (cu.primary_retain(&ctx, dev) != 0) continue; /* active: retaining creates nothing */
+    if (!retain_active_primary(i, &dev, &ctx)) continue;
     if (cu.ctx_push(ctx) == 0) {
       *pushed_dev = dev;
       return 0;
@@ -263,11 +269,8 @@ int registrar_cuda_synchronize(void) {
   if (cu.device_get_count(&count) != 0) return first_error;
   for (int i = 0; i < count; i++) {
     CUdevice dev;
-    unsigned flags;
-    int active = 0;
     CUcontext ctx;
-    if (cu.device_get(&dev, i) != 0 || cu.primary_state(dev, &flags, &active) != 0 || !active) continue;
-    if (cu.primary_retain(&ctx, dev) != 0) continue;
+    if (!retain_active_primary(i, &dev, &ctx)) continue;
     if (ctx != cur && cu.ctx_push(ctx) == 0) {
       int err = cu.ctx_synchronize();
       if (!first_error) first_error = err;
