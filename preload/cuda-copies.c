@@ -40,9 +40,10 @@ static void register_for_copy(const void *host, size_t n) {
   if (!core->registered_range(host, id, &buffer, &(size_t){0})) (void)core->register_range(host, n, id, &buffer);
 }
 
-static void runtime_copy(void *dst, const void *src, size_t n, int kind) {
-  if (kind == RT_H2D || kind == RT_DEFAULT) register_for_copy(src, n);
-  if (kind == RT_D2H || kind == RT_DEFAULT) register_for_copy(dst, n);
+/* A runtime copy's host side or sides (dst_n, src_n: the bytes each spans). */
+static void runtime_copy(void *dst, size_t dst_n, const void *src, size_t src_n, int kind) {
+  if (kind == RT_H2D || kind == RT_DEFAULT) register_for_copy(src, src_n);
+  if (kind == RT_D2H || kind == RT_DEFAULT) register_for_copy(dst, dst_n);
 }
 
 /* The host bytes a 2D copy spans on one side (0 where none or overflowing). */
@@ -53,12 +54,6 @@ static size_t span_2d(size_t pitch, size_t width, size_t rows) {
   return pitch * (rows - 1) + width;
 }
 
-static void runtime_copy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
-                            int kind) {
-  if (kind == RT_H2D || kind == RT_DEFAULT) register_for_copy(src, span_2d(spitch, width, rows));
-  if (kind == RT_D2H || kind == RT_DEFAULT) register_for_copy(dst, span_2d(dpitch, width, rows));
-}
-
 #define NEXT_OR_FAIL(which)           \
   any_fn real = hpl_cuda_next(which); \
   if (!real) return 3; /* NOT_INITIALIZED (3 in both APIs) */
@@ -67,28 +62,28 @@ static void runtime_copy_2d(void *dst, size_t dpitch, const void *src, size_t sp
 #define RT_COPY(name)                                                  \
   HPL_EXPORT int name(void *dst, const void *src, size_t n, int kind); \
   int name(void *dst, const void *src, size_t n, int kind) {           \
-    runtime_copy(dst, src, n, kind);                                   \
+    runtime_copy(dst, n, src, n, kind);                                \
     NEXT_OR_FAIL(NEXT_##name)                                          \
     return ((rt_copy_fn)real)(dst, src, n, kind);                      \
   }
 #define RT_COPY_ASYNC(name)                                                     \
   HPL_EXPORT int name(void *dst, const void *src, size_t n, int kind, void *s); \
   int name(void *dst, const void *src, size_t n, int kind, void *s) {           \
-    runtime_copy(dst, src, n, kind);                                            \
+    runtime_copy(dst, n, src, n, kind);                                         \
     NEXT_OR_FAIL(NEXT_##name)                                                   \
     return ((rt_copy_async_fn)real)(dst, src, n, kind, s);                      \
   }
 #define RT_COPY_2D(name)                                                                               \
   HPL_EXPORT int name(void *dst, size_t dp, const void *src, size_t sp, size_t w, size_t h, int kind); \
   int name(void *dst, size_t dp, const void *src, size_t sp, size_t w, size_t h, int kind) {           \
-    runtime_copy_2d(dst, dp, src, sp, w, h, kind);                                                     \
+    runtime_copy(dst, span_2d(dp, w, h), src, span_2d(sp, w, h), kind);                                \
     NEXT_OR_FAIL(NEXT_##name)                                                                          \
     return ((rt_copy_2d_fn)real)(dst, dp, src, sp, w, h, kind);                                        \
   }
 #define RT_COPY_2D_ASYNC(name)                                                                                  \
   HPL_EXPORT int name(void *dst, size_t dp, const void *src, size_t sp, size_t w, size_t h, int kind, void *s); \
   int name(void *dst, size_t dp, const void *src, size_t sp, size_t w, size_t h, int kind, void *s) {           \
-    runtime_copy_2d(dst, dp, src, sp, w, h, kind);                                                              \
+    runtime_copy(dst, span_2d(dp, w, h), src, span_2d(sp, w, h), kind);                                         \
     NEXT_OR_FAIL(NEXT_##name)                                                                                   \
     return ((rt_copy_2d_async_fn)real)(dst, dp, src, sp, w, h, kind, s);                                        \
   }
