@@ -14,10 +14,9 @@ Each configuration runs in a process of its own.  Exits 77 with "skip:
 REASON" without CuPy or without a device.
 """
 import json
-import subprocess
 import sys
 
-from gpu_child import run_child, target
+from gpu_child import run_child, run_sections, target
 
 CHILD = r"""
 import json, sys, time
@@ -71,6 +70,24 @@ def child(mode, preload=None):
     return run_child(cmd)
 
 
+def alloc_pinned_memory(run):
+    plain = child("alloc")
+    under = child("alloc", preload=run)
+    for name, r in (("plain", plain), ("hugepool-run --cuda", under)):
+        print(f"{name:28s} first {r['first_ms']:8.1f}  again {r['again_ms']:8.1f}  H2D {r['h2d_gbs']:6.1f} GB/s"
+              f"  bytes {'same' if r['same'] else 'DIFFER'}")
+    target("cupy.cuda.alloc_pinned_memory: the same bytes reach the device under hugepool-run --cuda",
+           plain["same"] and under["same"], json.dumps({"plain": plain["same"], "hugepool": under["same"]}))
+
+
+def pinned_array(_run):
+    arr = child("array")
+    print(f"{'hugepool.empty(pinned=True)':28s} alloc {arr['alloc_ms']:8.1f}  H2D {arr['h2d_gbs']:6.1f} GB/s"
+          f"  pointer type {arr['host_type']} (1: host)")
+    target("hugepool.empty(pinned=True) seen by CuPy as page-locked host memory, bytes intact",
+           arr["host_type"] == 1 and arr["same"] and arr["is_pinned"], json.dumps(arr))
+
+
 def main():
     run = sys.argv[1] if len(sys.argv) > 1 else "hugepool-run"
     try:
@@ -81,28 +98,8 @@ def main():
         print(f"skip: CuPy cannot run here ({e})")
         return 77
     print(f"== CuPy {cupy.__version__}: alloc_pinned_memory(1 GiB), ms, and H2D GB/s")
-    rc = 0
-    try:
-        plain = child("alloc")
-        under = child("alloc", preload=run)
-        for name, r in (("plain", plain), ("hugepool-run --cuda", under)):
-            print(f"{name:28s} first {r['first_ms']:8.1f}  again {r['again_ms']:8.1f}  H2D {r['h2d_gbs']:6.1f} GB/s"
-                  f"  bytes {'same' if r['same'] else 'DIFFER'}")
-        target("cupy.cuda.alloc_pinned_memory: the same bytes reach the device under hugepool-run --cuda",
-               plain["same"] and under["same"], json.dumps({"plain": plain["same"], "hugepool": under["same"]}))
-    except (RuntimeError, KeyError, ValueError, subprocess.TimeoutExpired) as e:
-        print(f"target: FAIL alloc_pinned_memory: {e}")
-        rc = 1
-    try:
-        arr = child("array")
-        print(f"{'hugepool.empty(pinned=True)':28s} alloc {arr['alloc_ms']:8.1f}  H2D {arr['h2d_gbs']:6.1f} GB/s"
-              f"  pointer type {arr['host_type']} (1: host)")
-        target("hugepool.empty(pinned=True) seen by CuPy as page-locked host memory, bytes intact",
-               arr["host_type"] == 1 and arr["same"] and arr["is_pinned"], json.dumps(arr))
-    except (RuntimeError, KeyError, ValueError, subprocess.TimeoutExpired) as e:
-        print(f"target: FAIL hugepool.empty(pinned=True) with CuPy: {e}")
-        rc = 1
-    return rc
+    return run_sections([("alloc_pinned_memory", alloc_pinned_memory),
+                         ("hugepool.empty(pinned=True) with CuPy", pinned_array)], run)
 
 
 if __name__ == "__main__":

@@ -20,10 +20,9 @@ once).  Exits 77 with "skip: REASON" without torch or without CUDA.
 """
 import json
 import os
-import subprocess
 import sys
 
-from gpu_child import run_child, target
+from gpu_child import run_child, run_sections, target
 
 CHILD = r"""
 import json, os, sys, time
@@ -155,14 +154,7 @@ def main():
         print("skip: PyTorch sees no CUDA device")
         return 77
     print(f"== PyTorch {torch.__version__}, {torch.cuda.get_device_name(0)}")
-    rc = 0
-    for section in (pin, pinned_array, train, loader):  # one failing section does not hide the others
-        try:
-            section(run)
-        except (RuntimeError, KeyError, ValueError, subprocess.TimeoutExpired) as e:
-            print(f"target: FAIL {section.__name__}: {e}")
-            rc = 1
-    return rc
+    return run_sections([(section.__name__, section) for section in (pin, pinned_array, train, loader)], run)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """What gpu-torch.py and gpu-cupy.py share (bench/suites/gpu): a measurement
-in a process of its own, and a target's PASS or FAIL line."""
+in a process of its own, a target's PASS or FAIL line, and sections run so
+that one failing does not hide the others."""
 import json
 import subprocess
 
@@ -19,3 +20,16 @@ def run_child(cmd, env=None):
 
 def target(what, ok, detail):
     print(f"target: {'PASS' if ok else 'FAIL'} {what} ({detail})")
+
+
+def run_sections(sections, run):
+    """Calls each (label, section) of sections with run; one that fails prints
+    a FAIL line with its label.  0, or 1 when any failed."""
+    rc = 0
+    for label, section in sections:
+        try:
+            section(run)
+        except (RuntimeError, KeyError, ValueError, subprocess.TimeoutExpired) as e:
+            print(f"target: FAIL {label}: {e}")
+            rc = 1
+    return rc
